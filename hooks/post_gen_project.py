@@ -1,0 +1,124 @@
+"""Post-generation hook: drop the files the chosen task does not use, then run the smoke test.
+
+Smoke levels: ``quick`` runs the project's stdlib self-check (compile, configs, reward self-check) in
+cookiecutter's own interpreter; ``full`` adds the CPU smoke training when torch and trl import, in this interpreter
+or in the project's ``.venv``, and otherwise prints the command that runs it; ``skip`` runs nothing.
+
+A smoke failure never deletes the project: the hook prints the failed step and why and exits 0 (cookiecutter would
+otherwise remove the directory). Set ``GRPO_TEMPLATE_STRICT_SMOKE=1`` (together with cookiecutter's
+``--keep-project-on-failure``) to make a failure exit non-zero, for CI.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+# Files only one task uses, relative to the project root; "{pkg}" is the package directory.
+TASK_FILES = {
+    "math": [
+        "{pkg}/task_math.py",
+        "{pkg}/rewards/math_task.py",
+        "data/math_sample.jsonl",
+        "tests/test_rewards_math.py",
+        "benchmarks/bench_math_reward.py",
+    ],
+    "code": [
+        "{pkg}/task_code.py",
+        "{pkg}/rewards/code_task.py",
+        "{pkg}/sandbox.py",
+        "data/code_sample.jsonl",
+        "tests/test_rewards_code.py",
+        "tests/test_sandbox.py",
+        "benchmarks/bench_sandbox.py",
+    ],
+    "json": [
+        "{pkg}/task_json.py",
+        "{pkg}/rewards/json_task.py",
+        "data/json_sample.jsonl",
+        "tests/test_rewards_json.py",
+        "benchmarks/bench_json_reward.py",
+    ],
+}
+SMOKE_TIMEOUT_S = 900
+
+
+def unused_files(context: dict) -> list[str]:
+    """Relative paths of the files of every task but the chosen one."""
+    return [
+        path.format(pkg=context["package_name"])
+        for task, paths in TASK_FILES.items()
+        if task != context["task"]
+        for path in paths
+    ]
+
+
+def remove_unused(root: Path, context: dict) -> None:
+    for relative in unused_files(context):
+        (root / relative).unlink(missing_ok=True)
+
+
+def training_python(root: Path) -> str | None:
+    """An interpreter where torch and trl import: this one, or the project's .venv; None if neither."""
+    if all(importlib.util.find_spec(name) for name in ("torch", "trl")):
+        return sys.executable
+    venv = root / ".venv" / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+    if venv.is_file():
+        probe = subprocess.run([str(venv), "-c", "import torch, trl"], check=False, capture_output=True, cwd=root)
+        if probe.returncode == 0:
+            return str(venv)
+    return None
+
+
+def run_step(name: str, command: list[str], root: Path, timeout: float) -> bool:
+    print(f"smoke: {name}: {' '.join(command)}", flush=True)
+    try:
+        done = subprocess.run(command, check=False, cwd=root, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        print(f"SMOKE FAILED at step '{name}': no result after {timeout:.0f} s")
+        return False
+    if done.stdout.strip():
+        print(done.stdout.rstrip())
+    if done.returncode != 0:
+        tail = "\n".join((done.stderr or "").strip().splitlines()[-15:])
+        print(f"SMOKE FAILED at step '{name}' (exit {done.returncode}):\n{tail}")
+        return False
+    return True
+
+
+def smoke(root: Path, context: dict) -> bool:
+    level = context["smoke_test"]
+    if level == "skip":
+        return True
+    package = context["package_name"]
+    ok = run_step("quick self-check", [sys.executable, "-m", f"{package}.selfcheck"], root, timeout=300)
+    if level != "full" or not ok:
+        return ok
+    python = training_python(root)
+    command = "python train.py --config configs/smoke.yaml"
+    if python is None:
+        print(
+            "smoke: torch and trl are not importable here nor in .venv; to run the smoke training:\n"
+            f"  cd {root} && pip install torch==2.13.0 && pip install -e '.[dev]' && {command}"
+        )
+        return True
+    return run_step("smoke training", [python, "train.py", "--config", "configs/smoke.yaml"], root, SMOKE_TIMEOUT_S)
+
+
+def main(context: dict, root: Path | None = None) -> int:
+    root = root or Path.cwd()
+    remove_unused(root, context)
+    ok = smoke(root, context)
+    print(f"\nGenerated {root}. Next: cd {root.name} && see README.md ('Install', then 'Train').")
+    if not ok:
+        print("The project was kept; fix the step above and rerun it there.")
+        return 1 if os.environ.get("GRPO_TEMPLATE_STRICT_SMOKE") == "1" else 0
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(json.loads(r'''{{ cookiecutter | tojson }}''')))

@@ -1,0 +1,104 @@
+"""Dataset loading: a hub dataset or a local JSONL/Parquet/CSV file, checked against the task's row contract,
+turned into conversational prompts, filtered by prompt length and split into train/eval."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from . import task_{{ cookiecutter.task }} as task
+
+LOCAL_FORMATS = {".jsonl": "json", ".json": "json", ".parquet": "parquet", ".csv": "csv"}
+
+
+class DataError(ValueError):
+    """Bad dataset input; its message is one line that says what to fix."""
+
+
+def build_prompt(row: dict, system_prompt: str | None = None) -> list[dict[str, str]]:
+    """The conversational prompt for one row: the format's system prompt, then the task's user message."""
+    return [
+        {"role": "system", "content": system_prompt or task.SYSTEM_PROMPT},
+        {"role": "user", "content": task.user_message(row)},
+    ]
+
+
+def check_columns(column_names: list[str], source: str) -> None:
+    missing = [c for c in task.REQUIRED_COLUMNS if c not in column_names]
+    if missing:
+        raise DataError(
+            f"dataset {source!r} lacks column(s) {', '.join(missing)}; the {{ cookiecutter.task }} task needs "
+            f"{', '.join(task.REQUIRED_COLUMNS)} (has: {', '.join(column_names) or 'none'})"
+        )
+
+
+def load_raw(name: str, config: str | None = None):
+    """Load a DatasetDict from a local file (by extension) or from the hub, in the task's row contract."""
+    from datasets import DatasetDict, load_dataset
+
+    path = Path(name)
+    if path.suffix in LOCAL_FORMATS:
+        if not path.is_file():
+            raise DataError(f"dataset file {name!r} does not exist")
+        dataset = load_dataset(LOCAL_FORMATS[path.suffix], data_files={"train": str(path)})
+        check_columns(dataset["train"].column_names, name)
+        return dataset.map(task.normalize)
+    dataset = load_dataset(name, config)
+    if not isinstance(dataset, DatasetDict):
+        dataset = DatasetDict({"train": dataset})
+    columns = next(iter(dataset.values())).column_names
+    return dataset.map(task.from_hub_row, remove_columns=columns)
+
+
+def prompt_length(tokenizer, prompt: list[dict[str, str]], chat_template_kwargs: dict | None = None) -> int:
+    ids = tokenizer.apply_chat_template(prompt, add_generation_prompt=True, tokenize=True, **(chat_template_kwargs or {}))
+    if hasattr(ids, "keys"):  # a BatchEncoding
+        ids = ids["input_ids"]
+    return len(ids)
+
+
+def load_splits(
+    name: str,
+    config: str | None,
+    train_split: str,
+    test_split: str,
+    eval_fraction: float = 0.1,
+    seed: int = 0,
+):
+    """Return (train, eval) datasets in the row contract: the dataset's own test split, else a seeded hold-out."""
+    raw = load_raw(name, config)
+    if train_split not in raw:
+        raise DataError(f"dataset {name!r} has no split {train_split!r} (has: {', '.join(raw)})")
+    train = raw[train_split]
+    check_columns(train.column_names, name)
+    if test_split in raw:
+        return train, raw[test_split]
+    if not 0 < eval_fraction < 1:
+        raise DataError(f"eval_fraction must be in (0, 1), got {eval_fraction}")
+    parts = train.train_test_split(test_size=max(1, round(len(train) * eval_fraction)), seed=seed)
+    return parts["train"], parts["test"]
+
+
+def add_prompts(
+    splits: dict,
+    tokenizer,
+    max_prompt_length: int,
+    system_prompt: str | None = None,
+    chat_template_kwargs: dict | None = None,
+    log=print,
+) -> dict:
+    """Add the conversational ``prompt`` column to each split and drop prompts over ``max_prompt_length`` tokens."""
+
+    def add_prompt(row: dict) -> dict:
+        prompt = build_prompt(row, system_prompt)
+        return {"prompt": prompt, "prompt_tokens": prompt_length(tokenizer, prompt, chat_template_kwargs)}
+
+    out = {}
+    for split_name, split in splits.items():
+        split = split.map(add_prompt)
+        kept = split.filter(lambda n: n <= max_prompt_length, input_columns="prompt_tokens")
+        dropped = len(split) - len(kept)
+        log(f"{split_name}: {len(kept)} prompts kept, {dropped} dropped as longer than {max_prompt_length} tokens")
+        if len(kept) == 0:
+            raise DataError(f"every {split_name} prompt is longer than max_prompt_length={max_prompt_length} tokens")
+        out[split_name] = kept.remove_columns("prompt_tokens")
+    return out

@@ -1,0 +1,50 @@
+"""Math word problems: what the model is asked, which columns a row needs, and how hub rows map onto them.
+
+Row contract: ``question`` (the problem) and ``answer`` (a bare value, a GSM8K solution ending ``#### 72``, or
+LaTeX). The default dataset is GSM8K (``openai/gsm8k``, config ``main``), whose rows already have these columns.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .answer_format import FORMAT
+
+INSTRUCTION = (
+    "You are a careful math solver. Reason step by step, then give only the final answer "
+    "(a number or a LaTeX expression, no units) in the answer block."
+)
+SYSTEM_PROMPT = FORMAT.system_prompt(INSTRUCTION)
+REQUIRED_COLUMNS = ("question", "answer")
+
+_CALCULATOR = re.compile(r"<<[^>]*>>")  # GSM8K's calculator annotations, e.g. "<<48/2=24>>"
+
+
+def normalize(row: dict) -> dict:
+    """Local rows already follow the contract."""
+    return row
+
+
+def from_hub_row(row: dict) -> dict:
+    """GSM8K rows already follow the contract."""
+    return {"question": row["question"], "answer": row["answer"]}
+
+
+def user_message(row: dict) -> str:
+    return str(row["question"]).strip()
+
+
+def split_gold(answer: str) -> tuple[str, str]:
+    """Split a gold answer into (worked solution, final answer); the solution is empty for bare golds."""
+    text = str(answer)
+    if "####" in text:
+        solution, final = text.rsplit("####", 1)
+        return _CALCULATOR.sub("", solution).strip(), final.strip()
+    return "", text.strip()
+
+
+def gold_completion(row: dict) -> str:
+    """A well-formed completion that answers the row correctly (self-check and format priming)."""
+    solution, final = split_gold(row["answer"])
+    reasoning = solution or "The answer follows from the problem statement."
+    return f"<reasoning>\n{reasoning}\n</reasoning>\n<answer>\n{final}\n</answer>"

@@ -1,0 +1,100 @@
+"""A tiny random-weight causal LM with a locally trained tokenizer, for smoke runs and tests (no hub).
+
+The tokenizer is a byte-level BPE trained on the task's sample data, with the format's tags and ChatML markers as
+single tokens and the chat template in ``chat_template.jinja``. The model is a 2-layer Llama with random weights.
+Both are saved with ``save_pretrained``, so the training script loads them exactly like a hub model.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from . import task_{{ cookiecutter.task }} as task
+from .answer_format import FORMAT
+
+CHAT_TEMPLATE = Path(__file__).with_name("chat_template.jinja")
+SPECIAL_TOKENS = ["<pad>", "<|im_start|>", "<|im_end|>", "<unk>"]
+
+
+def format_tokens() -> list[str]:
+    return [tag for t in FORMAT.tags for tag in (FORMAT.open(t), FORMAT.close(t))]
+
+
+def corpus(data_file: str | Path) -> list[str]:
+    """Every string of every row of a JSONL file and each row's gold completion: the tokenizer's corpus."""
+    texts: list[str] = []
+
+    def walk(value) -> None:
+        if isinstance(value, str):
+            texts.append(value)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item)
+        elif isinstance(value, dict):
+            for item in value.values():
+                walk(item)
+
+    for line in Path(data_file).read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            row = json.loads(line)
+            walk(row)
+            texts.append(task.gold_completion(row))
+    return texts
+
+
+def build_tiny_model(
+    out_dir: str | Path,
+    data_file: str | Path,
+    extra_texts: tuple[str, ...] = (),
+    vocab_size: int = 1024,
+    hidden_size: int = 64,
+    num_layers: int = 2,
+    seed: int = 0,
+) -> Path:
+    """Build (or reuse, if ``out_dir`` already holds one) the tiny model and tokenizer; returns ``out_dir``."""
+    out = Path(out_dir)
+    if (out / "config.json").is_file() and (out / "tokenizer.json").is_file():
+        return out
+
+    import torch
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    bpe = Tokenizer(models.BPE(unk_token="<unk>"))
+    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    bpe.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=SPECIAL_TOKENS,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    bpe.train_from_iterator([*corpus(data_file), *extra_texts], trainer)
+    bpe.add_tokens(format_tokens())
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=bpe, eos_token="<|im_end|>", pad_token="<pad>", unk_token="<unk>"
+    )
+    tokenizer.chat_template = CHAT_TEMPLATE.read_text(encoding="utf-8")
+
+    torch.manual_seed(seed)
+    config = LlamaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=hidden_size,
+        intermediate_size=hidden_size * 2,
+        num_hidden_layers=num_layers,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=2048,
+        tie_word_embeddings=True,
+        bos_token_id=None,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+    )
+    model = LlamaForCausalLM(config)
+    model.generation_config.eos_token_id = tokenizer.eos_token_id
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    out.mkdir(parents=True, exist_ok=True)
+    tokenizer.save_pretrained(out)
+    model.save_pretrained(out)
+    return out
