@@ -1,0 +1,164 @@
+"""Shared rewards: format, format_strict, length, repetition, and the completion helpers."""
+
+from __future__ import annotations
+
+import pytest
+from _pkg import mod
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+common = mod("rewards.common")
+rewards = mod("rewards")
+answer_format = mod("answer_format")
+
+GOOD = "<reasoning>\n48 / 2 = 24, 48 + 24 = 72\n</reasoning>\n<answer>\n72\n</answer>"
+SHARED = ["format", "format_strict", "length", "repetition"]
+RANGES = {"format": (0.0, 1.0), "format_strict": (0.0, 1.0), "length": (-1.0, 0.0), "repetition": (-1.0, 0.0)}
+
+
+def chat(text: str) -> list[dict[str, str]]:
+    return [{"role": "assistant", "content": text}]
+
+
+def test_registry_names_match_keys() -> None:
+    for name, func in rewards.REWARD_FUNCS.items():
+        assert func.__name__ == name
+    assert set(SHARED) <= set(rewards.REWARD_FUNCS)
+    assert "correctness" in rewards.REWARD_FUNCS
+
+
+def test_register_sets_names() -> None:
+    @common.register("my_reward")
+    def f(completions, **kw):
+        return [0.0] * len(completions)
+
+    assert f.__name__ == "my_reward" and f.__qualname__ == "my_reward"
+
+
+@pytest.mark.parametrize(
+    ("completion", "expected"),
+    [
+        ("plain", "plain"),
+        (chat("hi"), "hi"),
+        ([{"role": "assistant", "content": [{"type": "text", "text": "parts"}]}], "parts"),
+        (None, ""),
+        (5, ""),
+        ({"role": "assistant"}, ""),
+        ([{"role": "assistant", "content": None}], ""),
+        ([1, 2], ""),
+    ],
+)
+def test_completion_text(completion: object, expected: str) -> None:
+    assert common.completion_text(completion) == expected
+
+
+def test_completion_text_is_capped() -> None:
+    big = "x" * (answer_format.MAX_COMPLETION_CHARS * 2)
+    assert len(common.completion_text(big)) == answer_format.MAX_COMPLETION_CHARS
+    assert len(common.completion_text(chat(big))) == answer_format.MAX_COMPLETION_CHARS
+
+
+def test_format_rewards_on_real_looking_completions() -> None:
+    fmt = rewards.REWARD_FUNCS["format"]
+    strict = rewards.REWARD_FUNCS["format_strict"]
+    cases = [
+        GOOD,
+        "<reasoning>\nthinking\n</reasoning>\n<answer>\n72\n</answer>\nHope this helps! Let me know.",
+        "<reasoning>\nthinking\n</reasoning>\nThe answer is 72",
+        "<answer>72</answer>",
+        "The answer is 72.",
+        "<answer>72</answer><reasoning>why</reasoning>",
+        "",
+    ]
+    scores = fmt(completions=cases)
+    assert scores[0] == 1.0
+    assert 0.5 < scores[1] < 1.0  # trailing prose costs
+    assert 0.45 < scores[2] < 0.5  # reasoning block only, then prose
+    assert scores[3] == pytest.approx(0.5)  # answer block only
+    assert scores[4] == 0.0 and scores[6] == 0.0
+    assert scores[5] == pytest.approx(0.5)  # out of order: the answer block before reasoning earns nothing
+    assert strict(completions=cases) == [1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+    assert strict(completions=[chat(GOOD), "  " + GOOD + "\n"]) == [1.0, 1.0]
+
+
+def test_format_duplicate_tags_cost() -> None:
+    twice = GOOD + "\n<answer>\n73\n</answer>"
+    assert common.format_score(twice) < common.format_score(GOOD)
+    assert rewards.REWARD_FUNCS["format_strict"](completions=[twice]) == [0.0]
+
+
+def test_format_nested_reasoning_is_not_strict() -> None:
+    nested = "<reasoning><reasoning>a</reasoning></reasoning><answer>1</answer>"
+    assert rewards.REWARD_FUNCS["format_strict"](completions=[nested]) == [0.0]
+
+
+def test_length_reward_dapo_shape() -> None:
+    common.configure_length(100, 20)
+    try:
+        ids = [[0] * n for n in (10, 80, 90, 100, 150)]
+        out = rewards.REWARD_FUNCS["length"](completions=["x"] * 5, completion_ids=ids)
+        assert out == [0.0, 0.0, pytest.approx(-0.5), -1.0, -1.0]
+        # no token ids (outside TRL): no punishment
+        assert rewards.REWARD_FUNCS["length"](completions=["x" * 10_000, "y"]) == [0.0, 0.0]
+        assert rewards.REWARD_FUNCS["length"](completions=["a", "b"], completion_ids=[None, "abc"]) == [0.0, 0.0]
+    finally:
+        common.configure_length(common.DEFAULT_MAX_COMPLETION_LENGTH, common.DEFAULT_LENGTH_BUFFER)
+
+
+def test_configure_length_default_buffer() -> None:
+    common.configure_length(400)
+    try:
+        assert common.length_penalty(300) == 0.0
+        assert common.length_penalty(350) == pytest.approx(-0.5)
+    finally:
+        common.configure_length(common.DEFAULT_MAX_COMPLETION_LENGTH, common.DEFAULT_LENGTH_BUFFER)
+
+
+def test_repetition() -> None:
+    rep = rewards.REWARD_FUNCS["repetition"]
+    loop = "the answer is 72 " * 50
+    varied = "First we halve 48 to get 24 clips sold in May, then add both months to get 72 in total."
+    a, b, c = rep(completions=[loop, varied, ""])
+    assert a < -0.9 and b == 0.0 and c == 0.0
+
+
+def test_unknown_kwargs_and_prompts_accepted() -> None:
+    for name in SHARED:
+        out = rewards.REWARD_FUNCS[name](
+            prompts=["p"] * 2,
+            completions=[GOOD, chat(GOOD)],
+            completion_ids=[[1, 2], [3]],
+            trainer_state=object(),
+            answer=["72", "72"],
+            whatever=[1, 2],
+        )
+        assert len(out) == 2
+
+
+junk = st.one_of(
+    st.text(max_size=300),
+    st.none(),
+    st.integers(),
+    st.floats(allow_nan=True),
+    st.dictionaries(st.text(max_size=5), st.text(max_size=20), max_size=3),
+    st.lists(st.dictionaries(st.sampled_from(["role", "content"]), st.text(max_size=50)), max_size=3),
+    st.text(alphabet="<>/reasoninganswer\n ", max_size=200),
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(junk, max_size=6), st.lists(st.one_of(st.none(), st.lists(st.integers(), max_size=400)), max_size=6))
+def test_shared_rewards_never_raise(completions: list[object], ids: list[object]) -> None:
+    for name in SHARED:
+        out = rewards.REWARD_FUNCS[name](completions=completions, completion_ids=ids)
+        assert len(out) == len(completions)
+        lo, hi = RANGES[name]
+        assert all(isinstance(v, float) and lo <= v <= hi for v in out)
+
+
+def test_huge_and_unicode_input() -> None:
+    huge = "<reasoning>" + "数学 🙂 " * 200_000 + "</reasoning><answer>72</answer>"
+    for name in SHARED:
+        out = rewards.REWARD_FUNCS[name](completions=[huge, chat(huge)])
+        lo, hi = RANGES[name]
+        assert len(out) == 2 and all(lo <= v <= hi for v in out)

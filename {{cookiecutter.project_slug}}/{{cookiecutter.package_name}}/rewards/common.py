@@ -1,0 +1,245 @@
+"""Shared rewards (any task) and the helpers every reward module uses.
+
+Contract (TRL ``GRPOTrainer``): ``f(prompts=None, completions=..., **columns) -> list[float | None]``. TRL passes each
+dataset column as a keyword (one element per completion) plus ``completion_ids``, ``trainer_state`` and others; all
+unknown keywords are accepted and ignored. A completion is a plain string or a conversational list of messages
+(``[{"role": "assistant", "content": "..."}]``); anything else scores as an empty completion. The functions never
+raise and always return one score per completion.
+
+Shared rewards and ranges:
+
+* ``format`` in [0, 1]: incremental credit for the tags of :data:`FORMAT`, see :func:`format_reward`.
+* ``format_strict`` in {0, 1}: 1 iff the whole completion matches ``FORMAT.strict_pattern()``.
+* ``length`` in [-1, 0]: DAPO soft overlong punishment on token counts, see :func:`length_reward`.
+* ``repetition`` in [-1, 0]: minus the fraction of repeated word n-grams, see :func:`repetition_reward`.
+
+Stdlib only at module level: the post-generation quick smoke imports this in cookiecutter's interpreter.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+from ..answer_format import FORMAT, MAX_COMPLETION_CHARS, AnswerFormat
+
+RewardFunc = Callable[..., list[float | None]]
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def register(name: str) -> Callable[[F], F]:
+    """Decorator: give a reward function the name it is registered (and logged by TRL) under."""
+
+    def deco(func: F) -> F:
+        func.__name__ = name
+        func.__qualname__ = name
+        return func
+
+    return deco
+
+
+def completion_text(completion: object) -> str:
+    """The text of one completion, plain or conversational, cut at ``MAX_COMPLETION_CHARS``; ``""`` if unusable.
+
+    For a conversational completion the contents of all messages are joined (TRL passes a single assistant
+    message; joining keeps multi-message outputs scoreable). ``content`` may itself be a list of typed parts
+    (``[{"type": "text", "text": "..."}]``), as in multimodal chat formats.
+    """
+    try:
+        if isinstance(completion, str):
+            return completion[:MAX_COMPLETION_CHARS]
+        if isinstance(completion, dict):
+            completion = [completion]
+        if isinstance(completion, (list, tuple)):
+            parts: list[str] = []
+            size = 0
+            for message in completion:
+                content = message.get("content") if isinstance(message, dict) else None
+                if isinstance(content, list):  # typed parts
+                    content = "".join(
+                        p.get("text", "") for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)
+                    )
+                if isinstance(content, str):
+                    parts.append(content)
+                    size += len(content)
+                    if size >= MAX_COMPLETION_CHARS:
+                        break
+            return "\n".join(parts)[:MAX_COMPLETION_CHARS]
+    except Exception:  # a malformed object must never break a training step
+        pass
+    return ""
+
+
+def completion_texts(completions: object) -> list[str]:
+    """:func:`completion_text` over a batch; a non-list batch gives an empty list."""
+    if not isinstance(completions, (list, tuple)):
+        return []
+    return [completion_text(c) for c in completions]
+
+
+def column(values: object, n: int) -> list[Any]:
+    """A dataset column as a list of exactly ``n`` items (missing or short columns are padded with None)."""
+    if isinstance(values, (list, tuple)):
+        out = list(values[:n])
+    elif values is None:
+        out = []
+    else:  # a scalar broadcast to every completion
+        out = [values] * n
+    return out + [None] * (n - len(out))
+
+
+# --------------------------------------------------------------------------------------------------- format
+
+
+def format_score(text: str, fmt: AnswerFormat = FORMAT) -> float:
+    """Incremental format score in [0, 1].
+
+    For each tag of ``fmt`` (in order) a completion earns ``1 / (2 * len(tags))`` for the opening tag and the same
+    for its closing tag, each looked for after the previous marker found (so ``<answer>`` placed before
+    ``<reasoning>`` earns nothing, and a completion with only the answer block earns half). Each tag is expected once: a tag that occurs more than once costs a quarter of its
+    share. Text after the last closing tag costs up to 0.25 (0.001 per character), so "answer then ramble" is
+    always worth less than a clean finish. Empty or non-text input scores 0.
+    """
+    if not text:
+        return 0.0
+    share = 1.0 / (2 * len(fmt.tags))
+    score = 0.0
+    pos = 0
+    last_end = -1
+    for tag in fmt.tags:
+        for marker in (fmt.open(tag), fmt.close(tag)):
+            idx = text.find(marker, pos)
+            if idx < 0:
+                continue  # missing (or out of order): no credit, later markers are still looked for
+            score += share
+            if text.count(marker) > 1:
+                score -= share / 4
+            pos = idx + len(marker)
+            last_end = pos
+    if last_end >= 0:
+        trailing = len(text[last_end:].strip())
+        score -= min(0.25, 0.001 * trailing)
+    return max(0.0, min(1.0, score))
+
+
+@register("format")
+def format_reward(prompts: object = None, completions: object = None, **kwargs: Any) -> list[float | None]:
+    """Incremental format credit in [0, 1] (see :func:`format_score`)."""
+    try:
+        return [format_score(t) for t in completion_texts(completions)]
+    except Exception:
+        return [0.0] * _safe_len(completions)
+
+
+_STRICT = FORMAT.strict_pattern()
+
+
+@register("format_strict")
+def format_strict_reward(prompts: object = None, completions: object = None, **kwargs: Any) -> list[float | None]:
+    """1.0 iff the whole completion is exactly the tags of ``FORMAT`` in order (whitespace between), else 0.0."""
+    try:
+        return [1.0 if t and _STRICT.match(t) else 0.0 for t in completion_texts(completions)]
+    except Exception:
+        return [0.0] * _safe_len(completions)
+
+
+# --------------------------------------------------------------------------------------------------- length
+
+DEFAULT_MAX_COMPLETION_LENGTH = 256
+DEFAULT_LENGTH_BUFFER = 64
+_length_cfg = {"max_len": DEFAULT_MAX_COMPLETION_LENGTH, "buffer": DEFAULT_LENGTH_BUFFER}
+
+
+def configure_length(max_completion_length: int, buffer: int | None = None) -> None:
+    """Set the limits of the ``length`` reward; train.py calls this with the config's ``max_completion_length``.
+
+    ``buffer`` defaults to a quarter of ``max_completion_length``; it is clamped to ``[1, max_completion_length]``.
+    """
+    max_len = max(1, int(max_completion_length))
+    buf = max_len // 4 if buffer is None else int(buffer)
+    _length_cfg["max_len"] = max_len
+    _length_cfg["buffer"] = max(1, min(buf, max_len))
+
+
+def length_penalty(n_tokens: int, max_len: int | None = None, buffer: int | None = None) -> float:
+    """DAPO soft overlong punishment: 0 up to ``max_len - buffer`` tokens, then linear down to -1 at ``max_len``."""
+    max_len = _length_cfg["max_len"] if max_len is None else max_len
+    buffer = _length_cfg["buffer"] if buffer is None else buffer
+    start = max_len - buffer
+    if n_tokens <= start:
+        return 0.0
+    return -min(1.0, (n_tokens - start) / max(1, buffer))
+
+
+@register("length")
+def length_reward(
+    prompts: object = None, completions: object = None, completion_ids: object = None, **kwargs: Any
+) -> list[float | None]:
+    """Soft overlong punishment in [-1, 0] on the token count of each completion (``completion_ids`` from TRL).
+
+    Without ``completion_ids`` (e.g. a reward self-check outside TRL) the token count is unknown and every
+    completion gets 0.0: character or word counts are too loose a proxy to punish with.
+    """
+    n = _safe_len(completions)
+    ids = column(completion_ids, n)
+    out: list[float | None] = []
+    for item in ids:
+        try:
+            out.append(length_penalty(len(item)) if isinstance(item, Sequence) and not isinstance(item, str) else 0.0)
+        except Exception:
+            out.append(0.0)
+    return out
+
+
+# ----------------------------------------------------------------------------------------------- repetition
+
+REPETITION_NGRAM = 3
+_WORD = re.compile(r"\S+")
+
+
+def repetition_score(text: str, n: int = REPETITION_NGRAM) -> float:
+    """Minus the fraction of word n-grams that repeat an earlier n-gram, in [-1, 0].
+
+    Words are whitespace tokens, lower-cased. Texts with fewer than ``n + 1`` words score 0. A text that is one
+    phrase looped many times tends to -1.
+    """
+    words = [w.lower() for w in _WORD.findall(text)]
+    total = len(words) - n + 1
+    if total < 2:
+        return 0.0
+    grams = {tuple(words[i : i + n]) for i in range(total)}
+    return -(total - len(grams)) / total
+
+
+@register("repetition")
+def repetition_reward(prompts: object = None, completions: object = None, **kwargs: Any) -> list[float | None]:
+    """n-gram repetition penalty in [-1, 0] (see :func:`repetition_score`)."""
+    try:
+        return [repetition_score(t) for t in completion_texts(completions)]
+    except Exception:
+        return [0.0] * _safe_len(completions)
+
+
+def _safe_len(completions: object) -> int:
+    return len(completions) if isinstance(completions, (list, tuple)) else 0
+
+
+SHARED_REWARDS: dict[str, RewardFunc] = {
+    "format": format_reward,
+    "format_strict": format_strict_reward,
+    "length": length_reward,
+    "repetition": repetition_reward,
+}
+
+__all__ = [
+    "SHARED_REWARDS",
+    "column",
+    "completion_text",
+    "completion_texts",
+    "configure_length",
+    "format_score",
+    "length_penalty",
+    "register",
+    "repetition_score",
+]
