@@ -38,7 +38,7 @@ class GRPOScriptArguments(ScriptArguments):
 
     reward_funcs: list[str] = field(
         default_factory=lambda: ["correctness", "format"],
-        metadata={"help": f"Reward functions by name, one weight each in reward_weights. Known: {sorted(REWARD_FUNCS)}"},
+        metadata={"help": f"Reward names, one weight each in reward_weights. Known: {sorted(REWARD_FUNCS)}"},
     )
     max_prompt_length: int = field(default=512, metadata={"help": "Prompts longer than this (tokens) are dropped."})
     eval_fraction: float = field(default=0.1, metadata={"help": "Seeded hold-out when the dataset has no test split."})

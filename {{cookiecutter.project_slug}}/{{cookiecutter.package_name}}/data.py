@@ -50,7 +50,8 @@ def load_raw(name: str, config: str | None = None):
 
 
 def prompt_length(tokenizer, prompt: list[dict[str, str]], chat_template_kwargs: dict | None = None) -> int:
-    ids = tokenizer.apply_chat_template(prompt, add_generation_prompt=True, tokenize=True, **(chat_template_kwargs or {}))
+    kwargs = chat_template_kwargs or {}
+    ids = tokenizer.apply_chat_template(prompt, add_generation_prompt=True, tokenize=True, **kwargs)
     if hasattr(ids, "keys"):  # a BatchEncoding
         ids = ids["input_ids"]
     return len(ids)

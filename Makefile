@@ -1,0 +1,27 @@
+# The template's two jobs. Both install the pinned environment into .venv first (torch pinned to the CPU build).
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-$(shell cksum requirements-dev.txt | cut -d' ' -f1)
+
+.PHONY: demo test bench clean
+
+$(STAMP): requirements-dev.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet torch==2.13.0
+	$(BIN)/pip install --quiet -r requirements-dev.txt
+	touch $(STAMP)
+
+# Render the default project into build/demo and run its smoke training (the post-generation hook does it).
+demo: $(STAMP)
+	rm -rf build/demo
+	GRPO_TEMPLATE_STRICT_SMOKE=1 $(BIN)/cookiecutter --no-input --keep-project-on-failure -o build/demo . smoke_test=full
+
+test: $(STAMP)
+	$(BIN)/pytest -q tests
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/bench_bake_to_smoke.py
+
+clean:
+	rm -rf build $(VENV)

@@ -1,0 +1,169 @@
+"""Bake the template over a product of options filtered by an explicit validity rule, and check each project."""
+
+import itertools
+import json
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import ROOT, load_hook
+
+pre = load_hook("pre_gen_project")
+post = load_hook("post_gen_project")
+CHOICES = pre.CHOICES
+
+COMMON_FILES = {
+    ".cookiecutter.json", ".gitignore", "README.md", "pyproject.toml", "train.py",
+    *(f"configs/{gpu}.yaml" for gpu in CHOICES["gpu"]), "configs/smoke.yaml",
+    "{pkg}/__init__.py", "{pkg}/answer_format.py", "{pkg}/chat_template.jinja", "{pkg}/data.py", "{pkg}/model.py",
+    "{pkg}/rewards/__init__.py", "{pkg}/rewards/common.py", "{pkg}/selfcheck.py", "{pkg}/tiny.py",
+    "tests/_pkg.py", "tests/conftest.py", "tests/test_configs.py", "tests/test_rewards_common.py",
+    "tests/test_smoke.py",
+}
+TASK_FILES = {  # written out here, not taken from the hook, so a hook that removes the wrong file fails
+    "math": {"{pkg}/task_math.py", "{pkg}/rewards/math_task.py", "data/math_sample.jsonl",
+             "tests/test_rewards_math.py", "benchmarks/bench_math_reward.py"},
+    "code": {"{pkg}/task_code.py", "{pkg}/rewards/code_task.py", "{pkg}/sandbox.py", "data/code_sample.jsonl",
+             "tests/test_rewards_code.py", "tests/test_sandbox.py", "benchmarks/bench_sandbox.py"},
+    "json": {"{pkg}/task_json.py", "{pkg}/rewards/json_task.py", "data/json_sample.jsonl",
+             "tests/test_rewards_json.py", "benchmarks/bench_json_reward.py"},
+}
+
+
+def supported(combo: dict) -> bool:
+    """The validity rule: the same combination rules pre_gen enforces, stated independently."""
+    return not (combo["backend"] == "unsloth" and combo["gpu"] in ("cpu-only", "8x80gb"))
+
+
+def combinations() -> list[dict]:
+    """Every (task, gpu) pair; the other options rotate so each value of each appears with every task."""
+    combos = []
+    for index, (task, gpu) in enumerate(itertools.product(CHOICES["task"], CHOICES["gpu"])):
+        combo = {"task": task, "gpu": gpu}
+        for key in ("reward_mix", "backend", "tracking"):
+            values = CHOICES[key]
+            combo[key] = values[index % len(values)]
+        combo["smoke_test"] = "quick" if index % 4 == 0 else "skip"
+        combos.append(combo if supported(combo) else {**combo, "backend": "trl"})
+    return combos
+
+
+COMBOS = combinations()
+
+
+def combo_id(combo: dict) -> str:
+    return "-".join(combo[key] for key in ("task", "gpu", "reward_mix", "backend", "tracking", "smoke_test"))
+
+
+def expected_files(task: str, package: str) -> set[str]:
+    return {path.format(pkg=package) for path in COMMON_FILES | TASK_FILES[task]}
+
+
+def project_files(root: Path) -> set[str]:
+    skip = {"__pycache__", ".pytest_cache", ".ruff_cache"}
+    return {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file() and not skip & set(p.parts)}
+
+
+def test_combinations_cover_every_value():
+    for key, values in CHOICES.items():
+        seen = {combo[key] for combo in COMBOS}
+        assert seen == set(values) or key == "smoke_test" and seen == {"quick", "skip"}, key
+    assert all(supported(combo) for combo in COMBOS)
+
+
+@pytest.mark.parametrize("combo", COMBOS, ids=combo_id)
+def test_bake(cookies, combo):
+    result = cookies.bake(extra_context=combo)
+    assert result.exit_code == 0, result.exception
+    for key, value in combo.items():  # the override really reached the template
+        assert result.context[key] == value
+    root = Path(result.project_path)
+    package = result.context["package_name"]
+    assert project_files(root) == expected_files(combo["task"], package)
+
+    for path in root.rglob("*"):
+        if not path.is_file():
+            continue
+        text = path.read_text(encoding="utf-8")
+        if path.suffix == ".jinja":  # copied without rendering: a real chat template, byte for byte
+            source = ROOT / "{{cookiecutter.project_slug}}" / "{{cookiecutter.package_name}}" / path.name
+            assert text == source.read_text(encoding="utf-8")
+            continue
+        for marker in ("{{", "{%", "{#"):
+            assert marker not in text, f"{path.relative_to(root)} has a leftover {marker}"
+
+    ruff = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", str(root)],
+                          capture_output=True, text=True, check=False)
+    assert ruff.returncode == 0, ruff.stdout[-3000:]
+
+    train = (root / "train.py").read_text()
+    assert ("import unsloth" in train) == (combo["backend"] == "unsloth")
+    assert f'DEFAULT_CONFIG = "configs/{combo["gpu"]}.yaml"' in train
+    mix = result.context["_reward_mixes"][combo["task"]][combo["reward_mix"]]
+    for config_path in (root / "configs").glob("*.yaml"):
+        config = yaml.safe_load(config_path.read_text())
+        assert config["reward_funcs"] == [name for name, _ in mix]
+        assert config["reward_weights"] == [weight for _, weight in mix]
+        per_step = config["per_device_train_batch_size"] * config.get("num_processes", 1) * config.get(
+            "gradient_accumulation_steps", 1)
+        assert per_step % config["num_generations"] == 0, config_path.name
+        if config_path.stem != "smoke":
+            tracking = combo["tracking"]
+            assert config["report_to"] == tracking
+
+
+def test_base_model_override_reaches_every_preset(cookies):
+    result = cookies.bake(extra_context={"base_model": "my-org/My-Model-1B", "smoke_test": "skip"})
+    assert result.exit_code == 0, result.exception
+    assert result.context["base_model"] == "my-org/My-Model-1B"
+    for config_path in (Path(result.project_path) / "configs").glob("*.yaml"):
+        model = yaml.safe_load(config_path.read_text())["model_name_or_path"]
+        assert model == (".smoke/tiny-model" if config_path.stem == "smoke" else "my-org/My-Model-1B")
+
+
+@pytest.mark.parametrize(
+    ("context", "message"),
+    [
+        ({"backend": "unsloth", "gpu": "cpu-only"}, "backend 'unsloth' needs a CUDA GPU"),
+        ({"backend": "unsloth", "gpu": "8x80gb"}, "backend 'unsloth' trains on one GPU"),
+        ({"package_name": "trl"}, "would shadow the module 'trl'"),
+        ({"project_name": "Two\nLines"}, "project_name must be one line"),
+        ({"base_model": "has space/x"}, "is not a hub id"),
+    ],
+    ids=["unsloth-cpu", "unsloth-multigpu", "package-trl", "newline-name", "bad-base-model"],
+)
+def test_unsupported_fails_in_pre_gen(cookies, capfd, context, message):
+    result = cookies.bake(extra_context={**context, "smoke_test": "skip"})
+    assert result.exit_code != 0
+    assert "pre_gen_project" in str(result.exception) or "Hook script failed" in str(result.exception)
+    assert message in capfd.readouterr().err
+    assert result.project_path is None or not Path(result.project_path).exists()
+
+
+@pytest.mark.parametrize(
+    "name",
+    ['Quote "Me" \'Now\'', "Back\\slash Project", "Ünïcode Prøject", "Semi; rm -rf ~ `x` $(y)"],
+    ids=["quotes", "backslash", "unicode", "shell"],
+)
+def test_hostile_project_name_is_data(cookies, name):
+    result = cookies.bake(extra_context={"project_name": name, "smoke_test": "quick"})
+    assert result.exit_code == 0, result.exception
+    root = Path(result.project_path)
+    assert pre.SLUG.fullmatch(root.name) and pre.PACKAGE.fullmatch(result.context["package_name"])
+    saved = json.loads((root / ".cookiecutter.json").read_text())
+    assert saved["project_name"] == result.context["project_name"]
+    description = tomllib.loads((root / "pyproject.toml").read_text())["project"]["description"]
+    assert description.endswith(name)
+    assert saved["project_name"] == name
+
+
+def test_project_name_with_template_syntax_is_refused_cleanly(cookies, tmp_path):
+    # Cookiecutter renders --no-input/extra_context values as templates; an unknown variable is refused by it
+    # before anything is written. (A name typed at the prompt is not rendered: it is data.)
+    result = cookies.bake(extra_context={"project_name": "Brace {{ nope }} Name", "smoke_test": "skip"})
+    assert result.exit_code != 0
+    assert "Unable to render variable 'project_name'" in str(result.exception)
+    assert result.project_path is None

@@ -1,0 +1,25 @@
+"""For each task: bake, then run the generated project's own pytest (rewards, configs, the smoke training)."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+@pytest.mark.parametrize("task", ["math", "code", "json"])
+def test_generated_project_tests_pass(cookies, task):
+    # smoke_test=full: the post-generation hook itself runs the CPU smoke training in this interpreter.
+    result = cookies.bake(extra_context={"task": task, "smoke_test": "full", "project_name": f"My {task} run"})
+    assert result.exit_code == 0, result.exception
+    assert result.context["task"] == task
+    root = Path(result.project_path)
+    state = json.loads((root / "outputs" / "smoke" / "checkpoint-6" / "trainer_state.json").read_text())
+    assert state["global_step"] == 6  # the hook's smoke training ran to the end
+
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=root,
+                          capture_output=True, text=True, timeout=1200, check=False)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    summary = done.stdout.strip().splitlines()[-1]
+    assert " passed" in summary and "failed" not in summary and "skipped" not in summary, summary
