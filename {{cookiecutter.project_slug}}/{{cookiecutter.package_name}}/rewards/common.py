@@ -97,9 +97,10 @@ def format_score(text: str, fmt: AnswerFormat = FORMAT) -> float:
 
     For each tag of ``fmt`` (in order) a completion earns ``1 / (2 * len(tags))`` for the opening tag and the same
     for its closing tag, each looked for after the previous marker found (so ``<answer>`` placed before
-    ``<reasoning>`` earns nothing, and a completion with only the answer block earns half). Each tag is expected once: a tag that occurs more than once costs a quarter of its
-    share. Text after the last closing tag costs up to 0.25 (0.001 per character), so "answer then ramble" is
-    always worth less than a clean finish. Empty or non-text input scores 0.
+    ``<reasoning>`` earns nothing, and a completion with only the answer block earns half). Each tag is expected
+    once: a tag that occurs more than once costs a quarter of its share. Text after the last closing tag costs up
+    to 0.25 (0.001 per character), so "answer then ramble" is always worth less than a clean finish.
+    Empty or non-text input scores 0.
     """
     if not text:
         return 0.0

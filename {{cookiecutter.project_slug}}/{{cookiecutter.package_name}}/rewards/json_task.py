@@ -242,7 +242,7 @@ def correctness_reward(
     schemas = column(schema, len(texts))
     golds = column(answer, len(texts))
     out: list[float | None] = []
-    for text, sch, gold in zip(texts, schemas, golds):
+    for text, sch, gold in zip(texts, schemas, golds, strict=True):
         try:
             out.append(score(text, sch, gold))
         except Exception:

@@ -18,7 +18,8 @@ Scoring (``correctness`` in {0, 1}, or None):
    intervals, expressions.
 
 Anti-gaming: an answer with several candidates ("72 or 73", one number per line, a list of numbers) never matches a
-single-valued gold; the answer is checked as a whole, not searched for a matching number.
+single-valued gold, nor does an equation chain with a wrong plain-number side ("73 = 72"); the answer is checked as
+a whole, not searched for a matching number.
 
 Time bound: every call returns within about ``VERIFY_TIMEOUT_S`` (1 s) per completion that reaches math-verify,
 from any thread. math-verify's own timeouts use ``signal.alarm`` (main thread only), so it is run in a persistent
@@ -156,7 +157,8 @@ def as_number(s: str) -> Fraction | None:
     m = _PLAIN_NUMBER.match(s)
     if m and (m.group("int") or m.group("dec")):
         whole = (m.group("int") or "0").replace(",", "")
-        value = Fraction(int(whole)) + (Fraction(int(m.group("dec")), 10 ** len(m.group("dec"))) if m.group("dec") else 0)
+        dec = m.group("dec")
+        value = Fraction(int(whole)) + (Fraction(int(dec), 10 ** len(dec)) if dec else 0)
         return -value if m.group("sign") == "-" else value
     m = _FRACTION.match(s)
     if m:
@@ -381,6 +383,16 @@ WORKER = MathVerifyWorker()
 # ------------------------------------------------------------------------------------------------ reward
 
 
+def _contradicts(gold: Fraction, pred: str) -> bool:
+    """An equation chain with a plain-number side other than the gold ("73 = 72" hedges; "48+24 = 72" does not)."""
+    for side in re.split(r"(?<![<>!\\])=", pred):
+        side = normalize(side)
+        value = as_number(side)
+        if value is not None and not numbers_equal(gold, value, side):
+            return True
+    return False
+
+
 def score(completion_text: str, gold_cell: object) -> float | None:
     """Correctness of one completion text against one gold cell: 1.0, 0.0, or None (not applicable)."""
     if not isinstance(gold_cell, (str, int, float)) or isinstance(gold_cell, bool):
@@ -398,6 +410,8 @@ def score(completion_text: str, gold_cell: object) -> float | None:
         return 0.0
     if pred == gold.text:
         return 1.0
+    if gold.number is not None and "=" in pred and _contradicts(gold.number, pred):
+        return 0.0
     pred_number = as_number(pred)
     if gold.number is not None and pred_number is not None:
         return 1.0 if numbers_equal(gold.number, pred_number, pred) else 0.0
@@ -417,7 +431,7 @@ def correctness_reward(
     texts = completion_texts(completions)
     golds = column(answer, len(texts))
     out: list[float | None] = []
-    for text, gold in zip(texts, golds):
+    for text, gold in zip(texts, golds, strict=True):
         try:
             out.append(score(text, gold))
         except Exception:

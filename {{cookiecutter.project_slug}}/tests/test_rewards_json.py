@@ -1,0 +1,192 @@
+"""JSON correctness: extraction, schema validation, comparison with the gold, scoring, robustness."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+from _pkg import mod
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+json_task = mod("rewards.json_task")
+correctness = mod("rewards").REWARD_FUNCS["correctness"]
+DATA = Path(__file__).resolve().parent.parent / "data" / "json_sample.jsonl"
+
+SCHEMA = json.dumps(
+    {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string"},
+            "age": {"type": "integer", "minimum": 0},
+            "role": {"enum": ["admin", "user"]},
+            "tags": {"type": "array", "items": {"type": "string"}},
+        },
+        "required": ["name", "age", "role"],
+    }
+)
+GOLD = json.dumps({"name": "Ann Lee", "age": 31, "role": "admin", "tags": ["x", "y"]})
+
+
+def wrap(body: str) -> str:
+    return f"<reasoning>\nThe text names Ann Lee, 31, an admin.\n</reasoning>\n<answer>\n{body}\n</answer>"
+
+
+def one(text: str, schema: str = SCHEMA, gold: str = GOLD) -> float | None:
+    return correctness(completions=[text], schema=[schema], answer=[gold])[0]
+
+
+def test_sample_gold_scores_one() -> None:
+    rows = [json.loads(line) for line in DATA.read_text().splitlines() if line.strip()]
+    assert len(rows) >= 20
+    out = correctness(
+        completions=[wrap(r["answer"]) for r in rows],
+        schema=[r["schema"] for r in rows],
+        answer=[r["answer"] for r in rows],
+        question=[r["question"] for r in rows],
+    )
+    assert out == [1.0] * len(rows)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        wrap(GOLD),
+        wrap('{"tags": ["x", "y"], "role": "admin", "age": 31.0, "name": "Ann Lee"}'),  # order, 31 == 31.0
+        wrap('```json\n{"name": "Ann Lee", "age": 31, "role": "admin", "tags": ["x", "y"]}\n```'),
+        wrap('```\n{"name": "Ann Lee", "age": 31, "role": "admin", "tags": ["x", "y"]}\n```\nHope that helps.'),
+        wrap('Here it is: {"name": "Ann Lee", "age": 31, "role": "admin", "tags": ["x", "y"]} -- done'),
+        wrap('{"name": "Bob", "age": 2, "role": "user"}\nCorrection: ' + GOLD),  # last document wins
+        'Sure! {"name": "Ann Lee", "age": 31, "role": "admin", "tags": ["x", "y"]}',  # no answer block
+        [{"role": "assistant", "content": wrap(GOLD)}],
+    ],
+)
+def test_correct_documents_score_one(text: object) -> None:
+    assert correctness(completions=[text], schema=[SCHEMA], answer=[GOLD]) == [1.0]
+
+
+def test_scoring_ladder() -> None:
+    wrong_one = one(wrap('{"name": "Ann Lee", "age": 30, "role": "admin", "tags": ["x", "y"]}'))
+    wrong_all = one(wrap('{"name": "Bob", "age": 3, "role": "user", "tags": []}'))
+    padded = one(wrap('{"name": "Ann Lee", "age": 31, "role": "admin", "tags": ["x", "y"], "a": 1, "b": 2}'))
+    invalid = one(wrap('{"name": "Ann Lee", "age": "31", "role": "admin", "tags": ["x", "y"]}'))
+    bad_enum = one(wrap('{"name": "Ann Lee", "age": 31, "role": "root"}'))
+    empty_obj = one(wrap("{}"))
+    nothing = one(wrap("I could not find it."))
+    assert nothing == 0.0
+    assert invalid == bad_enum == empty_obj == json_task.SCORE_INVALID
+    assert json_task.SCORE_VALID <= wrong_all < wrong_one < 1.0
+    assert wrong_one <= 0.9 and padded <= 0.9
+    assert padded < 1.0
+
+
+def test_empty_object_gets_no_equality_credit() -> None:
+    loose = json.dumps({"type": "object"})
+    assert one(wrap("{}"), schema=loose) == json_task.SCORE_VALID
+    assert one(wrap("{}"), schema=loose, gold="{}") == 1.0
+
+
+def test_bool_is_not_a_number() -> None:
+    loose = json.dumps({"type": "object"})
+    assert one(wrap('{"ok": true}'), schema=loose, gold='{"ok": 1}') < 1.0
+    assert one(wrap('{"n": 1.0}'), schema=loose, gold='{"n": 1}') == 1.0
+    assert json_task.json_equal([1, {"a": None}], [1.0, {"a": None}])
+    assert not json_task.json_equal([1, 2], [2, 1])
+    assert not json_task.json_equal(False, 0)
+
+
+def test_schema_dialects_and_refs() -> None:
+    draft7 = json.dumps({"$schema": "http://json-schema.org/draft-07/schema#", "type": "object", "required": ["a"]})
+    assert one(wrap('{"a": 1}'), schema=draft7, gold='{"a": 1}') == 1.0
+    assert one(wrap('{"b": 1}'), schema=draft7, gold='{"a": 1}') == json_task.SCORE_INVALID
+    pos = {"type": "integer", "minimum": 1}
+    props = {"n": {"$ref": "#/$defs/pos"}}
+    local = json.dumps({"$defs": {"pos": pos}, "type": "object", "properties": props})
+    assert one(wrap('{"n": 0}'), schema=local, gold='{"n": 2}') == json_task.SCORE_INVALID
+    assert one(wrap('{"n": 2}'), schema=local, gold='{"n": 2}') == 1.0
+    remote = json.dumps({"$ref": "https://example.com/never-fetched.json"})
+    start = time.perf_counter()
+    assert one(wrap('{"n": 2}'), schema=remote, gold='{"n": 2}') is None  # no network, not checkable
+    assert time.perf_counter() - start < 1.0
+
+
+def test_not_applicable_rows_are_none() -> None:
+    out = correctness(
+        completions=[wrap(GOLD)] * 5,
+        schema=[SCHEMA, "not json", json.dumps({"type": 12}), None, SCHEMA],
+        answer=["{bad", GOLD, GOLD, GOLD, None],
+    )
+    assert out == [None] * 5
+
+
+def test_without_jsonschema_rows_are_none(monkeypatch: pytest.MonkeyPatch) -> None:
+    import builtins
+
+    real_import = builtins.__import__
+
+    def fake_import(name: str, *args: object, **kwargs: object) -> object:
+        if name.split(".")[0] in ("jsonschema", "referencing"):
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+
+    json_task.compiled_validator.cache_clear()
+    monkeypatch.setattr(builtins, "__import__", fake_import)
+    try:
+        assert one(wrap(GOLD)) is None
+    finally:
+        monkeypatch.undo()
+        json_task.compiled_validator.cache_clear()
+    assert one(wrap(GOLD)) == 1.0
+
+
+def test_validator_is_cached() -> None:
+    json_task.compiled_validator.cache_clear()
+    correctness(completions=[wrap(GOLD)] * 8, schema=[SCHEMA] * 8, answer=[GOLD] * 8)
+    info = json_task.compiled_validator.cache_info()
+    assert info.misses == 1 and info.hits == 7
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "[" * 100_000,
+        "{" * 100_000 + "}" * 100_000,
+        '{"a":' * 50_000 + "1" + "}" * 50_000,
+        "[" * 63 + "]" * 63,
+        '{"a": "' + "x" * 2_000_000 + '"}',
+        "{" * 5_000 + "x" * 1_000,
+        '{"n": ' + "9" * 50_000 + "}",
+        '{"a": 1} ' * 20_000,
+    ],
+)
+def test_huge_and_deep_inputs_are_bounded(body: str) -> None:
+    start = time.perf_counter()
+    out = correctness(completions=[wrap(body), body], schema=[SCHEMA] * 2, answer=[GOLD] * 2)
+    assert all(v is not None and 0.0 <= v < 1.0 for v in out)
+    assert time.perf_counter() - start < 2.0
+
+
+junk = st.one_of(
+    st.text(max_size=200),
+    st.text(alphabet='{}[]":,0123456789abc \n`', max_size=120).map(wrap),
+    st.none(),
+    st.integers(),
+    st.dictionaries(st.text(max_size=4), st.integers(), max_size=2),
+    st.lists(st.fixed_dictionaries({"role": st.just("assistant"), "content": st.text(max_size=80)}), max_size=2),
+    st.recursive(
+        st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=5)),
+        lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=3), c, max_size=3),
+        max_leaves=10,
+    ).map(lambda v: wrap(json.dumps(v))),
+)
+
+
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(junk, max_size=5))
+def test_never_raises(completions: list[object]) -> None:
+    n = len(completions)
+    out = correctness(completions=completions, schema=[SCHEMA] * n, answer=[GOLD] * n)
+    assert len(out) == n
+    assert all(isinstance(v, float) and 0.0 <= v <= 1.0 for v in out)

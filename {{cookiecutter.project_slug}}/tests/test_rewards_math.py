@@ -1,0 +1,228 @@
+"""Math correctness: extraction, equivalence, anti-gaming, robustness and time bounds."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from _pkg import mod
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+math_task = mod("rewards.math_task")
+correctness = mod("rewards").REWARD_FUNCS["correctness"]
+DATA = Path(__file__).resolve().parent.parent / "data" / "math_sample.jsonl"
+FAST = 1.0  # seconds: screened or fast-path calls
+BOUND = math_task.VERIFY_TIMEOUT_S + 0.5 + 10.0  # one comparison + a possible worker (re)start on a busy machine
+
+
+def wrap(answer: str) -> str:
+    return f"<reasoning>\nLet me work it out step by step.\n</reasoning>\n<answer>\n{answer}\n</answer>"
+
+
+def final_answer(gold: str) -> str:
+    return gold.rsplit("####", 1)[1].strip() if "####" in gold else gold
+
+
+def one(pred: str, gold: str) -> float | None:
+    return correctness(completions=[wrap(pred)], answer=[gold])[0]
+
+
+def test_sample_gold_scores_one() -> None:
+    rows = [json.loads(line) for line in DATA.read_text().splitlines() if line.strip()]
+    assert len(rows) >= 20
+    completions = [wrap(final_answer(r["answer"])) for r in rows]
+    assert correctness(completions=completions, answer=[r["answer"] for r in rows]) == [1.0] * len(rows)
+
+
+def test_sample_gold_scores_one_without_math_verify(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(math_task.WORKER, "verify", lambda *a, **k: None)  # as if math-verify were not installed
+    rows = [json.loads(line) for line in DATA.read_text().splitlines() if line.strip()]
+    completions = [wrap(final_answer(r["answer"])) for r in rows]
+    assert correctness(completions=completions, answer=[r["answer"] for r in rows]) == [1.0] * len(rows)
+
+
+@pytest.mark.parametrize(
+    ("pred", "gold"),
+    [
+        ("72", "Natalia sold 48/2 = 24 clips in May.\n#### 72"),
+        ("The answer is 72.", "72"),
+        ("$72$", "72"),
+        ("\\boxed{72}", "72"),
+        ("72 clips", "72"),
+        ("\\$1,234", "#### 1,234"),
+        ("1234", "1,234"),
+        ("1,080.00", "1080"),
+        ("0.75", "\\frac{3}{4}"),
+        ("3/4", "\\dfrac{3}{4}"),
+        ("\\frac{1}{3}", "1/3"),
+        ("0.333", "\\frac{1}{3}"),
+        ("50\\%", "50%"),
+        ("x = 3", "3"),
+        ("48 + 24 = 72", "72"),
+        ("-7", "-7"),
+        ("\\sqrt{18}", "3\\sqrt{2}"),
+        ("(x+1)^2", "x^2+2x+1"),
+        ("\\{3, 2\\}", "\\{2, 3\\}"),
+        ("[2, \\infty)", "\\boxed{[2, \\infty)}"),
+        ("\\frac{\\sqrt{3}}{2}", "\\sin(\\pi/3)"),
+    ],
+)
+def test_equivalent_answers_score_one(pred: str, gold: str) -> None:
+    assert one(pred, gold) == 1.0
+
+
+@pytest.mark.parametrize(
+    ("pred", "gold"),
+    [
+        ("73", "72"),
+        ("72 or 73", "72"),
+        ("73 or 72", "72"),
+        ("72\n73", "72"),
+        ("1 2 3 72", "72"),
+        ("1, 2, 72", "72"),
+        (", ".join(str(i) for i in range(200)), "72"),
+        ("The answer is 73, not 72", "72"),
+        ("73 = 72", "72"),
+        ("x = 73 = 72", "72"),
+        ("0.125", "0.1254"),
+        ("0.33", "\\frac{1}{3}"),
+        ("\\{2\\}", "\\{2, 3\\}"),
+        ("[2, \\infty)", "(2, \\infty)"),
+        ("", "72"),
+        ("7 2", "72"),
+    ],
+)
+def test_wrong_or_gaming_answers_score_zero(pred: str, gold: str) -> None:
+    assert one(pred, gold) == 0.0
+
+
+def test_extraction_rules() -> None:
+    # last answer block wins
+    assert correctness(completions=[wrap("73") + "\n<answer>72</answer>"], answer=["72"]) == [1.0]
+    # boxed fallback without answer block
+    assert correctness(completions=["so it is \\boxed{\\frac{3}{4}} overall"], answer=["0.75"]) == [1.0]
+    assert correctness(completions=["\\boxed{1} then \\boxed{72}"], answer=["72"]) == [1.0]
+    # boxed inside the answer block
+    assert correctness(completions=[wrap("so \\boxed{72}")], answer=["72"]) == [1.0]
+    # bare number without any tag: no credit
+    assert correctness(completions=["The answer is 72"], answer=["72"]) == [0.0]
+    # unclosed answer block: no credit
+    assert correctness(completions=["<answer>72"], answer=["72"]) == [0.0]
+    assert math_task.last_boxed("\\boxed{\\frac{1}{2}} and \\boxed{a{b}c}") == "a{b}c"
+    assert math_task.last_boxed("\\boxed{unbalanced") is None
+
+
+def test_both_completion_forms_and_bad_items() -> None:
+    good = wrap("72")
+    out = correctness(
+        completions=[good, [{"role": "assistant", "content": good}], None, 3, {"no": "content"}, [{"role": "x"}]],
+        answer=["72"] * 6,
+        prompts=["q"] * 6,
+        completion_ids=[[1]] * 6,
+        trainer_state=None,
+        question=["q"] * 6,
+    )
+    assert out == [1.0, 1.0, 0.0, 0.0, 0.0, 0.0]
+
+
+def test_unparseable_gold_is_none() -> None:
+    assert correctness(completions=[wrap("1")] * 4, answer=["", "   ", None, ["x"]]) == [None] * 4
+    assert correctness(completions=[wrap("1"), wrap("1")], answer=["1"]) == [1.0, None]  # short column
+
+
+def test_gold_is_cached() -> None:
+    math_task.parse_gold.cache_clear()
+    correctness(completions=[wrap("72")] * 8, answer=["#### 72"] * 8)
+    info = math_task.parse_gold.cache_info()
+    assert info.misses == 1 and info.hits == 7
+
+
+PATHOLOGICAL = [
+    "\\frac{" * 200 + "1" + "}{2}" * 200,
+    "2^{" * 30 + "2" + "}" * 30,
+    "2^{2^{2^{2^{2}}}}",
+    "9^{9^{9}}",
+    "9^9^9^9",
+    "10^{1000000}",
+    "100000!",
+    "\\binom{100000}{50000}",
+    "(" * 5000 + "1" + ")" * 5000,
+    "x" * 50_000,
+    "\\sqrt{" * 100 + "2" + "}" * 100,
+]
+
+
+@pytest.mark.parametrize("pred", PATHOLOGICAL)
+def test_pathological_inputs_are_fast(pred: str) -> None:
+    start = time.perf_counter()
+    assert one(pred, "72") == 0.0
+    assert one(pred, "x^2+1") == 0.0
+    assert time.perf_counter() - start < FAST
+
+
+def test_pathological_from_a_thread() -> None:
+    results: list[list[float | None]] = []
+
+    def run() -> None:
+        results.append(correctness(completions=[wrap(p) for p in PATHOLOGICAL], answer=["72"] * len(PATHOLOGICAL)))
+
+    start = time.perf_counter()
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join(timeout=30)
+    assert not thread.is_alive()
+    assert results == [[0.0] * len(PATHOLOGICAL)]
+    assert time.perf_counter() - start < FAST * len(PATHOLOGICAL)
+
+
+def test_slow_comparison_is_killed_off_main_thread() -> None:
+    """An input that passes screening but is slow for sympy: the worker is killed after VERIFY_TIMEOUT_S."""
+    results: list[float | None] = []
+    slow = "(x+1)^{9999} - (x-1)^{9999}"
+
+    def run() -> None:
+        results.append(one(slow, "x^2+1"))
+        results.append(one("(x+1)^2", "x^2+2x+1"))  # the worker restarts and still answers
+
+    thread = threading.Thread(target=run)
+    start = time.perf_counter()
+    thread.start()
+    thread.join(timeout=60)
+    assert not thread.is_alive()
+    assert results == [0.0, 1.0]
+    assert time.perf_counter() - start < 2 * BOUND
+
+
+def test_worker_timeout_returns_false_and_recovers() -> None:
+    worker = math_task.WORKER
+    assert worker.verify("x^2+2x+1", "(x+1)^2") is True
+    assert worker.verify("x^2+2x+1", "(x+1)^2", timeout=0.0) is False  # no time at all: killed, no credit
+    assert worker.verify("x^2+2x+1", "(x+1)^2") is True
+
+
+text_or_junk = st.one_of(
+    st.text(max_size=200),
+    st.text(alphabet="0123456789.,/\\{}^$()[]-+ fracboxed", max_size=80).map(wrap),
+    st.none(),
+    st.integers(),
+    st.lists(st.fixed_dictionaries({"role": st.just("assistant"), "content": st.text(max_size=80)}), max_size=2),
+)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(text_or_junk, max_size=5), st.sampled_from(["72", "#### 1,234", "\\frac{3}{4}", "x^2", "", None]))
+def test_never_raises(completions: list[object], gold: object) -> None:
+    out = correctness(completions=completions, answer=[gold] * len(completions))
+    assert len(out) == len(completions)
+    assert all(v is None or v in (0.0, 1.0) for v in out)
+
+
+def test_huge_unicode_completion() -> None:
+    huge = "数学 🙂 " * 100_000 + wrap("72")
+    start = time.perf_counter()
+    assert correctness(completions=[huge, wrap("七十二 🙂")], answer=["72", "72"]) == [0.0, 0.0]
+    assert time.perf_counter() - start < FAST
