@@ -123,6 +123,7 @@ def main(script_args: GRPOScriptArguments, training_args: GRPOConfig, model_args
     if checkpoint:
         trainer.accelerator.print(f"resuming from {checkpoint}")
     trainer.train(resume_from_checkpoint=checkpoint)
+    print(f"rank {trainer.accelerator.process_index}: finished at step {trainer.state.global_step}", flush=True)
     trainer.save_model(training_args.output_dir)
     trainer.accelerator.print(f"model saved to {training_args.output_dir}")
 

@@ -1,0 +1,28 @@
+"""The smoke configuration trains distributed: 2 CPU processes under torchrun (gloo)."""
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.slow
+def test_two_cpu_processes_finish_the_same_steps(tmp_path):
+    out = tmp_path / "ddp"
+    done = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "train.py",
+         "--config", "configs/smoke.yaml", "--output_dir", str(out), "--num_processes", "2"],
+        cwd=ROOT, capture_output=True, text=True, timeout=600, check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    finished = dict(re.findall(r"^rank (\d+): finished at step (\d+)$", done.stdout, re.MULTILINE))
+    assert finished == {"0": "6", "1": "6"}
+    checkpoints = sorted(p.name for p in out.glob("checkpoint-*"))
+    assert checkpoints == ["checkpoint-6"]
+    state = json.loads((out / "checkpoint-6" / "trainer_state.json").read_text())
+    assert state["global_step"] == 6

@@ -1,0 +1,40 @@
+"""Resume: kill the smoke run with SIGKILL after a checkpoint, rerun the same command, and it finishes cleanly."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+MAX_STEPS = 12
+
+
+@pytest.mark.slow
+def test_sigkill_then_resume_loses_no_saved_step(tmp_path):
+    out = tmp_path / "run"
+    command = [sys.executable, "train.py", "--config", "configs/smoke.yaml", "--output_dir", str(out),
+               "--max_steps", str(MAX_STEPS), "--save_steps", "2", "--save_total_limit", "10"]
+    first = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             start_new_session=True)
+    deadline = time.monotonic() + 300
+    while not (out / "checkpoint-2" / "trainer_state.json").is_file():
+        assert first.poll() is None, "the first run ended before its first checkpoint"
+        assert time.monotonic() < deadline, "no checkpoint within 300 s"
+        time.sleep(0.05)
+    os.killpg(first.pid, signal.SIGKILL)
+    first.wait()
+    assert not (out / f"checkpoint-{MAX_STEPS}").exists(), "the run finished before the kill; nothing to resume"
+    saved = max(int(p.name.split("-")[1]) for p in out.glob("checkpoint-*") if (p / "trainer_state.json").is_file())
+
+    second = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert f"resuming from {out / f'checkpoint-{saved}'}" in second.stdout + second.stderr
+    state = json.loads((out / f"checkpoint-{MAX_STEPS}" / "trainer_state.json").read_text())
+    assert state["global_step"] == MAX_STEPS
+    steps = [entry["step"] for entry in state["log_history"] if "reward" in entry]
+    assert steps == list(range(1, MAX_STEPS + 1))  # continuous: every step logged exactly once
