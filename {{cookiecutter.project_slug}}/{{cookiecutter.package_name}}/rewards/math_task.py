@@ -38,6 +38,7 @@ Stdlib only at module level; math-verify is used only through the worker.
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import re
@@ -107,11 +108,11 @@ _DELIMS = [("$$", "$$"), ("$", "$"), ("\\[", "\\]"), ("\\(", "\\)")]
 _TEXT_CMD = re.compile(r"\\(?:text|textbf|mathrm|mbox|textnormal|operatorname)\s*\{([^{}]*)\}")
 _CURRENCY = re.compile(r"\\\$|\$|€|£|¥|₹|\\euro|\b(?:usd|eur|gbp|rs)\b\.?", re.IGNORECASE)
 _NUMBER = re.compile(r"[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|[-+]?\.\d+")
-_PLAIN_NUMBER = re.compile(
-    r"^(?P<sign>[-+])?\s*(?P<int>\d{1,3}(?:,\d{3})+|\d+)?(?:\.(?P<dec>\d+))?$"
+_PLAIN_NUMBER = re.compile(r"^(?P<sign>[-+])?\s*(?P<int>\d{1,3}(?:,\d{3})+|\d+)?(?:\.(?P<dec>\d+))?$")
+_FRACTION = re.compile(
+    r"^(?P<sign>[-+])?\s*(?:\\[dt]?frac\s*\{\s*(?P<a>\d+)\s*\}\s*\{\s*(?P<b>\d+)\s*\}"
+    r"|\\[dt]?frac(?P<a1>\d)(?P<b1>\d)|(?P<a2>\d+)\s*/\s*(?P<b2>\d+))$"
 )
-_FRACTION = re.compile(r"^(?P<sign>[-+])?\s*(?:\\[dt]?frac\s*\{\s*(?P<a>\d+)\s*\}\s*\{\s*(?P<b>\d+)\s*\}"
-                       r"|\\[dt]?frac(?P<a1>\d)(?P<b1>\d)|(?P<a2>\d+)\s*/\s*(?P<b2>\d+))$")
 _UNIT_TAIL = re.compile(r"(?<=[\d}])\s*(?:[a-zA-Z][a-zA-Z./^2-3]*\s*){1,4}\.?$")
 _SPACES = re.compile(r"\\[,;:! ]|\\quad|\\qquad|~")
 
@@ -300,7 +301,7 @@ class MathVerifyWorker:
         self._lock = threading.Lock()
         self._proc: subprocess.Popen[str] | None = None
         self.available: bool | None = None  # unknown until the first start
-        self.restarts = 0
+        self.restarts = 0  # starts after the first one (after a kill or a crash)
 
     def _start(self) -> bool:
         env = dict(os.environ)
@@ -355,7 +356,7 @@ class MathVerifyWorker:
             if self.available is False:
                 return None
             if self._proc is None or self._proc.poll() is not None:
-                if self._proc is not None:
+                if self.available:
                     self.restarts += 1
                 if not self._start():
                     return None
@@ -378,6 +379,7 @@ class MathVerifyWorker:
 
 
 WORKER = MathVerifyWorker()
+atexit.register(WORKER.close)
 
 
 # ------------------------------------------------------------------------------------------------ reward
