@@ -277,6 +277,9 @@ from functools import lru_cache
 def parse_gold(g):
     return parse("\\boxed{" + g + "}", parsing_timeout=None)
 
+# warm up (lazy imports, the LaTeX grammar, sympy's caches) so the first real comparison is not a cold one
+verify(parse_gold("x^2+2x+1"), parse("\\boxed{(x+1)^2}", parsing_timeout=None), timeout_seconds=None)
+verify(parse_gold("\\frac{3}{4}"), parse("\\boxed{[0.75, \\infty)}", parsing_timeout=None), timeout_seconds=None)
 sys.stdout.write(json.dumps({"ready": True}) + "\n"); sys.stdout.flush()
 for line in sys.stdin:
     try:
@@ -291,7 +294,7 @@ for line in sys.stdin:
 
 
 class MathVerifyWorker:
-    """A persistent ``python -c`` subprocess running math-verify; a call that overruns kills it (restart is lazy).
+    """A persistent ``python -c`` subprocess running math-verify; a call that overruns kills it and starts another.
 
     Thread-safe (calls are serialised). ``available`` becomes False for good if math-verify cannot be imported
     there or the worker cannot be started.
@@ -301,9 +304,11 @@ class MathVerifyWorker:
         self._lock = threading.Lock()
         self._proc: subprocess.Popen[str] | None = None
         self.available: bool | None = None  # unknown until the first start
+        self._ready = False
         self.restarts = 0  # starts after the first one (after a kill or a crash)
 
-    def _start(self) -> bool:
+    def _spawn(self) -> bool:
+        """Start a worker process without waiting for it (it reports ``ready`` once math-verify is imported)."""
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
         try:
@@ -317,14 +322,27 @@ class MathVerifyWorker:
                 env=env,
             )
         except Exception:
+            self._proc = None
             self.available = False
             return False
-        reply = self._read(WORKER_START_TIMEOUT_S)
-        if not reply or not reply.get("ready"):
+        self._ready = False
+        return True
+
+    def _ensure_ready(self) -> bool:
+        if self._proc is None or self._proc.poll() is not None:
             self._kill()
-            self.available = False
-            return False
-        self.available = True
+            if self.available:
+                self.restarts += 1
+            if not self._spawn():
+                return False
+        if not self._ready:
+            reply = self._read(WORKER_START_TIMEOUT_S)
+            if not reply or not reply.get("ready"):
+                self._kill()
+                self.available = False
+                return False
+            self._ready = True
+            self.available = True
         return True
 
     def _read(self, timeout: float) -> dict[str, Any] | None:
@@ -355,11 +373,8 @@ class MathVerifyWorker:
         with self._lock:
             if self.available is False:
                 return None
-            if self._proc is None or self._proc.poll() is not None:
-                if self.available:
-                    self.restarts += 1
-                if not self._start():
-                    return None
+            if not self._ensure_ready():
+                return None
             assert self._proc is not None and self._proc.stdin is not None
             try:
                 self._proc.stdin.write(json.dumps({"g": gold, "p": pred}) + "\n")
@@ -368,8 +383,10 @@ class MathVerifyWorker:
                 self._kill()
                 return False
             reply = self._read(timeout)
-            if reply is None:
+            if reply is None:  # overran: kill it and start the replacement now, so it warms up meanwhile
                 self._kill()
+                self.restarts += 1
+                self._spawn()
                 return False
             return bool(reply.get("ok"))
 

@@ -1,0 +1,101 @@
+"""Benchmark the JSON ``correctness`` reward: throughput and worst latency on huge or deep input.
+
+Run from the project root: ``python benchmarks/bench_json_reward.py [--n 2000]``.
+
+1. Throughput (completions/s) over completions built from ``data/json_sample.jsonl``: right, fenced, with prose,
+   wrong values, schema-invalid, ``{}`` and no JSON at all, in groups of 8 per row as GRPO sends them.
+2. Worst single-call latency over huge inputs (10^5 brackets, megabytes of text, deep nesting, many documents).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+PKG = next(p.parent.parent.name for p in ROOT.glob("*/rewards/__init__.py"))
+json_task = importlib.import_module(f"{PKG}.rewards.json_task")
+
+HUGE = [
+    "[" * 100_000,
+    "{" * 100_000 + "}" * 100_000,
+    '{"a":' * 50_000 + "1" + "}" * 50_000,
+    '{"a": "' + "x" * 2_000_000 + '"}',
+    "{" * 5_000 + "x" * 1_000,
+    '{"n": ' + "9" * 50_000 + "}",
+    '{"a": 1} ' * 20_000,
+    "```json\n" + "[1, " * 10_000 + "```",
+    "text " * 200_000,
+]
+
+
+def wrap(body: str) -> str:
+    return f"<reasoning>\nReading the text.\n</reasoning>\n<answer>\n{body}\n</answer>"
+
+
+def variants(answer: str) -> list[str]:
+    doc = json.loads(answer)
+    wrong = {k: (v + 1 if isinstance(v, int) and not isinstance(v, bool) else v) for k, v in doc.items()}
+    first = next(iter(doc))
+    invalid = {**doc, first: 12345 if isinstance(doc[first], str) else "x"}
+    return [
+        wrap(answer),
+        wrap("```json\n" + json.dumps(doc, indent=2) + "\n```"),
+        wrap("Here is the JSON: " + answer + " Let me know if you need more."),
+        wrap(json.dumps(wrong)),
+        wrap(json.dumps(invalid)),
+        wrap("{}"),
+        wrap("I cannot find the information."),
+        "Sure! " + json.dumps(dict(reversed(list(doc.items())))),
+    ]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--n", type=int, default=2000)
+    args = parser.parse_args()
+    rows = [json.loads(line) for line in (ROOT / "data" / "json_sample.jsonl").read_text().splitlines() if line]
+    completions: list[str] = []
+    schemas: list[str] = []
+    answers: list[str] = []
+    i = 0
+    while len(completions) < args.n:
+        row = rows[i % len(rows)]
+        vs = variants(row["answer"])
+        completions += vs
+        schemas += [row["schema"]] * len(vs)
+        answers += [row["answer"]] * len(vs)
+        i += 1
+    completions, schemas, answers = completions[: args.n], schemas[: args.n], answers[: args.n]
+    reward = json_task.correctness_reward
+
+    start = time.perf_counter()
+    reward(completions=completions[:8], schema=schemas[:8], answer=answers[:8])  # imports jsonschema
+    warmup = time.perf_counter() - start
+    start = time.perf_counter()
+    scores = reward(completions=completions, schema=schemas, answer=answers)
+    elapsed = time.perf_counter() - start
+    mean = sum(v or 0.0 for v in scores) / len(scores)
+    print(f"completions: {len(completions)}  (mean reward {mean:.3f}); first batch incl. imports: {warmup:.3f} s")
+    per = 1e6 * elapsed / len(completions)
+    print(f"throughput: {len(completions) / elapsed:,.0f} completions/s  ({per:.0f} us each)")
+
+    worst, worst_name = 0.0, ""
+    schema, answer = rows[0]["schema"], rows[0]["answer"]
+    for body in HUGE:
+        for text in (body, wrap(body)):
+            start = time.perf_counter()
+            reward(completions=[text], schema=[schema], answer=[answer])
+            took = time.perf_counter() - start
+            if took > worst:
+                worst, worst_name = took, repr(body[:24]) + f"... ({len(body):,} chars)"
+    print(f"huge inputs: {len(HUGE)} x 2; worst single call {1e3 * worst:.1f} ms on {worst_name}")
+
+
+if __name__ == "__main__":
+    main()
