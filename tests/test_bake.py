@@ -18,6 +18,8 @@ CHOICES = pre.CHOICES
 COMMON_FILES = {
     ".cookiecutter.json", ".gitignore", "README.md", "pyproject.toml", "train.py",
     *(f"configs/{gpu}.yaml" for gpu in CHOICES["gpu"]), "configs/smoke.yaml",
+    *(f"configs/accelerate/{name}.yaml" for name in ("ddp", "zero2", "zero3", "fsdp")),
+    "scripts/launch_colocate.sh", "scripts/launch_server.sh",
     "{pkg}/__init__.py", "{pkg}/answer_format.py", "{pkg}/chat_template.jinja", "{pkg}/data.py", "{pkg}/model.py",
     "{pkg}/rewards/__init__.py", "{pkg}/rewards/common.py", "{pkg}/selfcheck.py", "{pkg}/tiny.py",
     "tests/_pkg.py", "tests/conftest.py", "tests/test_configs.py", "tests/test_rewards_common.py",

@@ -60,3 +60,13 @@ def test_selfcheck_passes():
     assert selfcheck.check_configs() == []
     problems, unchecked = selfcheck.reward_selfcheck(selfcheck.load_sample())
     assert problems == [] and unchecked == 0
+
+
+@pytest.mark.parametrize("name", ["ddp", "zero2", "zero3", "fsdp"])
+def test_accelerate_configs_load(name):
+    from accelerate.commands.config.config_args import load_config_from_file
+
+    config = load_config_from_file(str(ROOT / "configs" / "accelerate" / f"{name}.yaml"))
+    expected = {"ddp": "MULTI_GPU", "zero2": "DEEPSPEED", "zero3": "DEEPSPEED", "fsdp": "FSDP"}[name]
+    assert config.distributed_type.value == expected
+    assert config.num_processes == 8
