@@ -19,7 +19,7 @@ Stdlib only at module level: the post-generation quick smoke imports this in coo
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 from ..answer_format import FORMAT, MAX_COMPLETION_CHARS, AnswerFormat
@@ -187,7 +187,8 @@ def length_reward(
     out: list[float | None] = []
     for item in ids:
         try:
-            out.append(length_penalty(len(item)) if isinstance(item, Sequence) and not isinstance(item, str) else 0.0)
+            countable = hasattr(item, "__len__") and not isinstance(item, (str, bytes, dict))  # list, tuple, tensor
+            out.append(length_penalty(len(item)) if countable else 0.0)  # type: ignore[arg-type]
         except Exception:
             out.append(0.0)
     return out

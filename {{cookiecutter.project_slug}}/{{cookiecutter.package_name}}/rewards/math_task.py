@@ -9,7 +9,9 @@ Gold (column ``answer``): a bare value (``"72"``), a GSM8K solution ending ``###
 Scoring (``correctness`` in {0, 1}, or None):
 
 1. Normalise both sides (LaTeX delimiters, ``\boxed``, ``\text{}``/``\mathrm{}`` units, ``\$``/currency, thousands
-   separators, a lead-in such as "The answer is", ``x =``, a trailing period, ``%`` and trailing unit words).
+   separators, a lead-in such as "The answer is", ``x =``, a trailing period, ``%`` and trailing unit words). For a
+   numeric gold, a short sentence holding exactly one number and otherwise only words ("She earned $10.") counts
+   as that number.
 2. Stdlib fast path: if both sides are plain numbers (integers, decimals, ``a/b``, ``\frac{a}{b}``) they are
    compared exactly as :class:`fractions.Fraction`; a decimal rounded to >= 3 places also matches a gold that has
    no finite decimal expansion (1/3 ~ 0.333). Identical normalised strings match. No math-verify needed.
@@ -402,6 +404,21 @@ atexit.register(WORKER.close)
 # ------------------------------------------------------------------------------------------------ reward
 
 
+_PROSE = re.compile(r"[A-Za-z\s.,:;'\"()?-]*")
+
+
+def _number_in_prose(pred: str) -> tuple[Fraction, str] | None:
+    """The one number of a short sentence ("She earned 10"), when everything else is words and punctuation."""
+    numbers = list(_NUMBER.finditer(pred))
+    if len(numbers) != 1 or _MULTI_WORDS.search(pred):
+        return None
+    m = numbers[0]
+    if not _PROSE.fullmatch(pred[: m.start()] + " " + pred[m.end() :]):
+        return None
+    value = as_number(m.group(0))
+    return (value, m.group(0)) if value is not None else None
+
+
 def _contradicts(gold: Fraction, pred: str) -> bool:
     """An equation chain with a plain-number side other than the gold ("73 = 72" hedges; "48+24 = 72" does not)."""
     for side in re.split(r"(?<![<>!\\])=", pred):
@@ -432,6 +449,8 @@ def score(completion_text: str, gold_cell: object) -> float | None:
     if gold.number is not None and "=" in pred and _contradicts(gold.number, pred):
         return 0.0
     pred_number = as_number(pred)
+    if gold.number is not None and pred_number is None:
+        pred_number, pred = _number_in_prose(pred) or (None, pred)
     if gold.number is not None and pred_number is not None:
         return 1.0 if numbers_equal(gold.number, pred_number, pred) else 0.0
     if pathological(pred) or pathological(gold.text):
