@@ -95,6 +95,7 @@ def test_bool_is_not_a_number() -> None:
     assert json_task.json_equal([1, {"a": None}], [1.0, {"a": None}])
     assert not json_task.json_equal([1, 2], [2, 1])
     assert not json_task.json_equal(False, 0)
+    assert one(wrap('{"n": NaN}'), schema=loose, gold='{"n": 1}') == 0.0  # not JSON
 
 
 def test_schema_dialects_and_refs() -> None:

@@ -10,6 +10,7 @@ one scores None.
 
 Equality with the gold ``answer``: key order is irrelevant, array order matters, strings compare exactly, numbers
 compare by value (``1 == 1.0``; JSON does not distinguish them), but booleans are not numbers (``true != 1``).
+``NaN``/``Infinity`` (which Python's json accepts) are not JSON and are not extracted.
 
 Score (``correctness`` in [0, 1], or None):
 
@@ -48,7 +49,13 @@ SCORE_VALID = 0.3
 SCORE_LEAVES = 0.6
 
 _FENCE = re.compile(r"```[ \t]*(?:json|JSON|json5|javascript)?[ \t]*\r?\n?(.*?)```", re.DOTALL)
-_DECODER = json.JSONDecoder()
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant)  # strict JSON: no NaN / Infinity
 _MISSING = object()
 
 
