@@ -1,0 +1,124 @@
+"""The code task's rewards: extraction, syntax credit, and correctness through the sandbox."""
+
+from __future__ import annotations
+
+import json
+import warnings
+from pathlib import Path
+
+import pytest
+from _pkg import mod
+
+sandbox = mod("sandbox")
+code_task = mod("rewards.code_task")
+rewards = mod("rewards")
+
+SAMPLE = Path(__file__).resolve().parents[1] / "data" / "code_sample.jsonl"
+TESTS = ["assert add(1, 2) == 3", "assert add(-1, 1) == 0", "assert add(0, 0) == 0"]
+
+
+def wrap(code: str, fence: str = "python") -> str:
+    return f"<reasoning>\nAdd the numbers.\n</reasoning>\n<answer>\n```{fence}\n{code}\n```\n</answer>"
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _sandbox():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        sandbox.configure(isolation="auto", timeout_s=1.5, memory_mb=256, workers=2)
+        yield
+    sandbox.shutdown()
+
+
+def score(completions: list, tests: list | None = None, **kw) -> list[float | None]:
+    n = len(completions)
+    return code_task.correctness_reward(
+        prompts=["p"] * n, completions=completions, tests=[tests or TESTS] * n, **kw
+    )
+
+
+def test_registry_names() -> None:
+    for name in ("correctness", "syntax"):
+        assert rewards.REWARD_FUNCS[name].__name__ == name
+
+
+def test_right_wrong_partial() -> None:
+    right = wrap("def add(a, b):\n    return a + b")
+    wrong = wrap("def add(a, b):\n    return a - b")
+    partial = wrap("def add(a, b):\n    return a + b if a >= 0 else 99")
+    assert score([right, wrong, partial]) == [1.0, pytest.approx(1 / 3), pytest.approx(2 / 3)]
+
+
+def test_malformed_empty_and_no_code() -> None:
+    completions = [
+        wrap("def add(a, b)\n    return a + b"),  # syntax error
+        "",
+        "<reasoning>I think the answer is 3.</reasoning><answer>3</answer>",  # bare answer, not code
+        "no tags and no code at all",
+        None,
+        42,
+        [{"role": "assistant", "content": None}],
+    ]
+    assert score(completions) == [0.0] * len(completions)
+    assert code_task.syntax_reward(completions=completions) == [0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0]
+
+
+def test_both_completion_forms_and_fences() -> None:
+    code = "def add(a, b):\n    return a + b"
+    completions = [
+        wrap(code),
+        [{"role": "assistant", "content": wrap(code, fence="py")}],
+        wrap(code, fence=""),
+        f"```python\n{code}\n```",  # no answer block: last fenced block of the completion
+        f"<answer>\n{code}\n</answer>",  # bare answer block text
+        wrap("def add(a, b):\n    return 0") + "\n" + wrap(code),  # the last answer block counts
+    ]
+    assert score(completions) == [1.0] * len(completions)
+    assert code_task.syntax_reward(completions=completions) == [1.0] * len(completions)
+
+
+def test_last_block_inside_answer_wins() -> None:
+    text = (
+        "<reasoning>```python\ndef add(a, b):\n    return a + b\n```</reasoning>"
+        "<answer>```python\nprint('draft')\n```\n```python\ndef add(a, b):\n    return a * b\n```</answer>"
+    )
+    assert code_task.extract_code(text) == "def add(a, b):\n    return a * b"
+    assert score([text]) == [pytest.approx(1 / 3)]  # only add(0, 0) == 0 holds for a * b
+
+
+def test_hacks_get_nothing() -> None:
+    hacks = [
+        wrap("import sys\nprint('3 passed')\nsys.exit(0)"),
+        wrap("import os\nos._exit(0)"),
+        wrap("raise SystemExit(0)"),
+        wrap("def add(a, b):\n    import os\n    os._exit(0)"),
+        wrap("while True:\n    pass"),
+    ]
+    assert score(hacks) == [0.0] * len(hacks)
+
+
+def test_contract_edges() -> None:
+    right = wrap("def add(a, b):\n    return a + b")
+    # Unknown kwargs are accepted; missing tests score 0; lengths always match.
+    assert code_task.correctness_reward(completions=[right], completion_ids=[[1, 2]], trainer_state=None) == [0.0]
+    assert code_task.correctness_reward(completions=[]) == []
+    assert code_task.correctness_reward(completions=None) == []
+    assert code_task.syntax_reward(completions=None) == []
+    # A CSV-style JSON string of tests, and an entry point the code does not define.
+    assert code_task.correctness_reward(completions=[right], tests=[json.dumps(TESTS)]) == [1.0]
+    assert code_task.correctness_reward(completions=[right], tests=[TESTS], entry_point=["subtract"]) == [0.0]
+    assert code_task.correctness_reward(completions=[right], tests=[TESTS], entry_point=["add"]) == [1.0]
+
+
+def test_sample_gold_solutions_score_one() -> None:
+    rows = [json.loads(line) for line in SAMPLE.read_text().splitlines() if line.strip()]
+    assert len(rows) >= 20
+    for row in rows:
+        assert {"question", "tests", "entry_point", "solution"} <= set(row)
+        assert 2 <= len(row["tests"]) <= 4 and len(row["question"].split()) < 50
+        assert row["entry_point"] in row["question"]
+    completions = [wrap(row["solution"]) for row in rows]
+    scores = code_task.correctness_reward(
+        completions=completions, tests=[r["tests"] for r in rows], entry_point=[r["entry_point"] for r in rows]
+    )
+    assert scores == [1.0] * len(rows)
