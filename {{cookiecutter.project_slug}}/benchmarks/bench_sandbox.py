@@ -74,10 +74,14 @@ def main() -> None:
     rate_s = len(batch) / t_sandbox
     rate_n = args.naive_n / t_naive
     workers = len(sandbox._pool.workers) if sandbox._pool else 0
-    print(f"sandbox ({mode}, {workers} workers): {len(batch)} executions in {t_sandbox:.2f} s = {rate_s:.1f} exec/s "
-          f"({ok_sandbox} all-pass)")
-    print(f"naive subprocess.run:  {args.naive_n} executions in {t_naive:.2f} s = {rate_n:.1f} exec/s "
-          f"({ok_naive} all-pass)")
+    print(
+        f"sandbox ({mode}, {workers} workers): {len(batch)} executions in {t_sandbox:.2f} s = {rate_s:.1f} exec/s "
+        f"({ok_sandbox} all-pass)"
+    )
+    print(
+        f"naive subprocess.run:  {args.naive_n} executions in {t_naive:.2f} s = {rate_n:.1f} exec/s "
+        f"({ok_naive} all-pass)"
+    )
     print(f"ratio: {rate_s / rate_n:.1f}x")
 
 

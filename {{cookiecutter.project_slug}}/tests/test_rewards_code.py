@@ -32,9 +32,7 @@ def _sandbox():
 
 def score(completions: list, tests: list | None = None, **kw) -> list[float | None]:
     n = len(completions)
-    return code_task.correctness_reward(
-        prompts=["p"] * n, completions=completions, tests=[tests or TESTS] * n, **kw
-    )
+    return code_task.correctness_reward(prompts=["p"] * n, completions=completions, tests=[tests or TESTS] * n, **kw)
 
 
 def test_registry_names() -> None:

@@ -468,8 +468,6 @@ def _read_frame(fd: int, deadline: float | None) -> Any:
     return json.loads(_read_exact(fd, size, deadline))
 
 
-
-
 def _prctl(option: int, arg: int) -> bool:
     try:
         import ctypes
