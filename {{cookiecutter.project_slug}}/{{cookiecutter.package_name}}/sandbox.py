@@ -20,8 +20,9 @@ Design
 * **Fallback.** If bubblewrap is missing or cannot start (e.g. no user namespaces), ``isolation="auto"`` falls back
   to rlimit-only workers (same forking, limits and clean-up; as root the child drops to ``nobody``) with one loud
   warning per process; ``isolation="required"`` refuses with :class:`SandboxUnavailable`; ``"off"`` never tries.
-* **Parent side.** :func:`run_batch` spreads jobs over the workers with one thread per worker. A worker that dies
-  or stops answering (a hostile child may signal it) is killed and replaced; its job scores as an error.
+* **Parent side.** :func:`run_batch` spreads jobs over the workers with one thread per worker, keeping two jobs
+  queued on each so a worker never waits for the parent. A worker that dies or stops answering (a hostile child
+  may signal it) is killed and replaced; the job it was running scores as an error, the queued one is re-run.
 
 Defaults (change with :func:`configure`, which ``train.py`` calls from the YAML ``sandbox`` settings):
 ``isolation="auto"``, ``timeout_s=3.0`` per job (solution + all its tests), ``memory_mb=512`` address space,
@@ -51,6 +52,7 @@ import tempfile
 import threading
 import time
 import warnings
+from collections import deque
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -265,20 +267,23 @@ class _Worker:
             raise RuntimeError(f"worker failed to start ({exc}): {err.decode(errors='replace').strip()}") from None
         self.proc.stderr.close()
 
-    def run(self, job: Job) -> Result:
-        timeout = float(job.timeout_s or self.cfg.timeout_s)
-        assert self.proc.stdin
+    def send(self, job: Job) -> None:
+        """Queue a job on the worker (it runs jobs in order; the pipe holds the next one while one runs)."""
         cfg = self.cfg
         limits = {
-            "timeout": timeout,
+            "timeout": float(job.timeout_s or cfg.timeout_s),
             "memory_mb": cfg.memory_mb,
             "max_output": cfg.max_output_bytes,
             "max_procs": cfg.max_procs,
             "max_file_mb": cfg.max_file_mb,
         }
+        assert self.proc.stdin
         self.proc.stdin.write(_frame({"code": job.code, "tests": list(job.tests), "limits": limits}))
         self.proc.stdin.flush()
-        reply = _read_frame(self._out, time.monotonic() + timeout + _GRACE_S)
+
+    def receive(self, job: Job) -> Result:
+        """The result of the oldest queued job; raises if the worker dies or takes too long."""
+        reply = _read_frame(self._out, time.monotonic() + float(job.timeout_s or self.cfg.timeout_s) + _GRACE_S)
         return Result(
             tests=[TestResult(s, r) for s, r in reply["tests"]],
             ran=bool(reply["ran"]),
@@ -366,12 +371,39 @@ class _Pool:
         take = threading.Lock()
 
         def loop(i: int) -> None:
+            # Two jobs in flight per worker, so that it never waits for this process between executions.
+            pending: deque[int] = deque()
+            retry: deque[int] = deque()  # sent to a worker that died before reaching them
+            worker: _Worker | None = None
             while True:
-                with take:
-                    j = next(next_job, None)
-                if j is None:
+                while len(pending) < 2:
+                    if retry:
+                        j: int | None = retry.popleft()
+                    else:
+                        with take:
+                            j = next(next_job, None)
+                    if j is None:
+                        break
+                    start = time.monotonic()
+                    try:
+                        worker = self._worker(i)
+                        worker.send(jobs[j])
+                        pending.append(j)
+                    except Exception as exc:
+                        self._drop(i)
+                        results[j] = _error_result(jobs[j], f"sandbox: cannot start worker: {exc}", start)
+                if not pending:
                     return
-                results[j] = self._run_one(i, jobs[j])
+                j = pending.popleft()
+                start = time.monotonic()
+                try:
+                    assert worker is not None
+                    results[j] = worker.receive(jobs[j])
+                except Exception as exc:  # dead, stopped or confused worker: no credit for this job, replace it
+                    self._drop(i)
+                    results[j] = _error_result(jobs[j], f"sandbox: worker lost ({type(exc).__name__}: {exc})", start)
+                    retry.extend(pending)
+                    pending.clear()
 
         n = min(len(self.workers), len(jobs))
         threads = [threading.Thread(target=loop, args=(i,), daemon=True) for i in range(1, n)]
@@ -382,18 +414,11 @@ class _Pool:
             t.join()
         return [r if r is not None else _error_result(jobs[k], "sandbox: no result") for k, r in enumerate(results)]
 
-    def _run_one(self, i: int, job: Job) -> Result:
-        start = time.monotonic()
-        try:
-            worker = self._worker(i)
-        except Exception as exc:
-            return _error_result(job, f"sandbox: cannot start worker: {exc}"[:_REASON_KEEP], start)
-        try:
-            return worker.run(job)
-        except Exception as exc:  # dead, stopped or confused worker: replace it, no credit for this job
-            worker.kill()
-            self.workers[i] = None
-            return _error_result(job, f"sandbox: worker lost ({type(exc).__name__}: {exc})"[:_REASON_KEEP], start)
+    def _drop(self, i: int) -> None:
+        w = self.workers[i]
+        if w is not None:
+            w.kill()
+        self.workers[i] = None
 
     def close(self) -> None:
         for i, w in enumerate(self.workers):
@@ -403,6 +428,7 @@ class _Pool:
 
 
 def _error_result(job: Job, reason: str, start: float | None = None) -> Result:
+    reason = reason[:_REASON_KEEP]
     return Result(
         tests=[TestResult("error", reason) for _ in job.tests],
         error=reason,
@@ -691,7 +717,7 @@ def _collect(pid: int, out_r: int, rep_r: int, nonce: str, n_tests: int, timeout
                 status = st
         if status is not None:
             # The child is gone: take what is already in the pipes (descendants may hold them open) and stop.
-            for fd in list(open_fds):
+            for fd in tuple(open_fds):
                 while select.select([fd], [], [], 0)[0]:
                     chunk = os.read(fd, 65536)
                     if not chunk:
