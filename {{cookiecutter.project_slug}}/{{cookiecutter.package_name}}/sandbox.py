@@ -406,6 +406,14 @@ class _Pool:
                     pending.clear()
 
         n = min(len(self.workers), len(jobs))
+        # Start workers in the calling thread: bubblewrap's --die-with-parent ties a sandbox to the thread that
+        # spawned it, and the helper threads end with the batch. (A worker replaced mid-batch by a helper thread
+        # therefore lasts one batch and is started again on the next.)
+        for i in range(n):
+            try:
+                self._worker(i)
+            except Exception:  # reported per job by the loop below
+                self._drop(i)
         threads = [threading.Thread(target=loop, args=(i,), daemon=True) for i in range(1, n)]
         for t in threads:
             t.start()
