@@ -225,10 +225,12 @@ def test_scratch_dir_is_cleaned(mode: str) -> None:
         assert not os.path.exists(cwd)
 
 
-def test_workers_do_not_leak(mode: str) -> None:
-    sandbox.run_batch([sandbox.Job("x = 1", [])])
+def test_workers_persist_and_do_not_leak(mode: str) -> None:
+    sandbox.run_batch([sandbox.Job("x = 1", [])] * 8)
     pids = [w.proc.pid for w in sandbox._pool.workers if w is not None]
-    assert pids
+    assert len(pids) == 4
+    sandbox.run_batch([sandbox.Job("x = 1", [])] * 8)  # the same workers serve the next batch
+    assert [w.proc.pid for w in sandbox._pool.workers if w is not None] == pids
     sandbox.shutdown()
     assert all(not os.path.exists(f"/proc/{p}") for p in pids)
 
