@@ -3,6 +3,7 @@
     python -m <package>.memory --config configs/24gb.yaml                 # GPU size from the preset's name
     python -m <package>.memory --config configs/24gb.yaml --gpu-gb 16     # the same config on another GPU
     python -m <package>.memory --config my.yaml --model-config path/to/config.json   # a model it does not know
+    python -m <package>.memory --config configs/8x80gb.yaml --accelerate-config configs/accelerate/ddp.yaml
 
 The model (per GPU, GiB = 2**30 bytes) is ``peak = W + S + A + L + R + Gen + overhead``, the model from
 ``gpu-memory-evidence.md`` (public measured figures it was checked against are cited in ``tests/test_memory.py``),
@@ -351,6 +352,26 @@ def _zero_stage(config: dict[str, Any], zero_stage: int | None, notes: list[str]
     return 0
 
 
+def zero_stage_from_accelerate(path: str | Path) -> int:
+    """The sharding an accelerate launch config sets up, as a ZeRO stage (FSDP full shard = 3, DDP = 0)."""
+    import yaml
+
+    try:
+        launch = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError) as error:
+        raise EstimateError(f"cannot read accelerate config {path}: {error}") from None
+    kind = str(launch.get("distributed_type", "")).upper()
+    if kind == "DEEPSPEED":
+        return int((launch.get("deepspeed_config") or {}).get("zero_stage", 0))
+    if kind == "FSDP":
+        fsdp = launch.get("fsdp_config") or {}
+        strategy = str(fsdp.get("fsdp_sharding_strategy", "")).upper()
+        if "SHARD_GRAD_OP" in strategy or fsdp.get("fsdp_reshard_after_forward") is False:
+            return 2
+        return 0 if "NO_SHARD" in strategy else 3
+    return 0
+
+
 def estimate(
     config: dict[str, Any],
     gpu_gb: float | None = None,
@@ -668,7 +689,8 @@ def check_fits(config: dict[str, Any], gpu_gb: float | None = None,
         return [f"memory estimate skipped: {error}"]
     warnings: list[str] = []
     if est.fits is False:
-        warnings.append(f"estimated peak GPU memory {est.total:.1f} GiB does not fit {gpu_gb:g} GiB "
+        reason = "" if est.vllm_ok else ": vLLM's fraction is too small to start"
+        warnings.append(f"estimated peak GPU memory {est.total:.1f} GiB does not fit {gpu_gb:g} GiB{reason} "
                         f"({summary(est)})")
         warnings += [f"  {line}" for line in advice(est, config, model_config)]
     elif est.margin is not None and est.margin < HEADROOM:
@@ -695,8 +717,10 @@ def report(est: Estimate) -> str:
         tight = "" if (est.margin or 0) >= HEADROOM else f" - below the {HEADROOM:.0%} headroom a preset keeps"
         lines.append(f"fits on {est.gpu_gb:g} GB: {est.margin:.0%} free ({est.gpu_gb - est.total:.1f} GiB){tight}")
     else:
-        lines.append(f"does not fit on {est.gpu_gb:g} GB: over by {est.total - est.gpu_gb:.1f} GiB"
-                     + ("" if est.vllm_ok else " (vLLM cannot start)"))
+        over = est.total - est.gpu_gb
+        why = [f"over by {over:.1f} GiB"] if over > 0 else []
+        why += [] if est.vllm_ok else ["vLLM's fraction is too small to start"]
+        lines.append(f"does not fit on {est.gpu_gb:g} GB: {'; '.join(why)}")
     lines += [f"note: {note}" for note in est.notes]
     return "\n".join(lines)
 
@@ -708,9 +732,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model-config", default=None, help="config.json (or its folder) of a model not shipped here")
     parser.add_argument("--zero-stage", type=int, choices=[0, 1, 2, 3], default=None,
                         help="DeepSpeed ZeRO stage (default: from the config; multi-GPU full fine-tunes assume 3)")
+    parser.add_argument("--accelerate-config", default=None,
+                        help="the accelerate launch config (configs/accelerate/*.yaml): its sharding and processes")
     args = parser.parse_args(argv)
     try:
         config = load_config(args.config)
+        if args.accelerate_config and args.zero_stage is None:
+            args.zero_stage = zero_stage_from_accelerate(args.accelerate_config)
         model_config = read_model_config(args.model_config) if args.model_config else None
         gpu_gb = args.gpu_gb if args.gpu_gb is not None else gpu_gb_from_preset(args.config)
         est = estimate(config, gpu_gb, model_config, args.zero_stage)
