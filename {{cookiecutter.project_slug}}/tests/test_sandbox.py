@@ -217,6 +217,21 @@ def test_statuses_and_partial_credit(mode: str) -> None:
     assert sandbox.run_batch([]) == []
 
 
+def test_always_equal_hack_gets_nothing(mode: str) -> None:
+    hacks = [
+        "class A:\n    def __eq__(self, other):\n        return True\ndef f(x):\n    return A()",
+        "class A:\n    def __eq__(self, other):\n        return True\ndef f(x):\n    return [A()]",
+        "class I(int):\n    def __eq__(self, other):\n        return True\ndef f(x):\n    return I(0)",
+        "__sandbox_eq__ = lambda a, b: True\ndef f(x):\n    return 0",
+    ]
+    tests = ["assert f(1) == 2", "assert 2 == f(1)", "assert f(1) == [2]"]
+    for r in sandbox.run_batch([sandbox.Job(code, tests) for code in hacks]):
+        assert r.n_passed == 0, r
+    legit = "def f(x):\n    return 2.0 if x else True"
+    (r,) = sandbox.run_batch([sandbox.Job(legit, ["assert f(1) == 2", "assert f(0) == 1", "assert [f(1)] == [2]"])])
+    assert r.fraction == 1.0, r
+
+
 def test_scratch_dir_is_cleaned(mode: str) -> None:
     (r,) = sandbox.run_batch([sandbox.Job("import os\nopen('f.txt', 'w').write('x')\nprint(os.getcwd())", [])])
     cwd = r.output.strip()

@@ -17,6 +17,9 @@ Design
   test the harness writes ``nonce index status`` to that pipe; after the last one, ``nonce done``. The worker only
   credits lines carrying the nonce, in order. Stdout, exit codes, ``SystemExit``, ``os._exit`` and printed
   "passed" lines therefore earn nothing for tests that did not run.
+* **Strict equality.** Each ``assert a == b`` in a test is rewritten (:func:`harden_test`) to a comparison that
+  fails when one side is plain built-in data and the other holds an object whose ``__eq__`` is written in Python
+  (the "always equal" reward hack); forks of the solution cannot report (the harness checks its own pid).
 * **Fallback.** If bubblewrap is missing or cannot start (e.g. no user namespaces), ``isolation="auto"`` falls back
   to rlimit-only workers (same forking, limits and clean-up; as root the child drops to ``nobody``) with one loud
   warning per process; ``isolation="required"`` refuses with :class:`SandboxUnavailable`; ``"off"`` never tries.
@@ -29,14 +32,18 @@ Defaults (change with :func:`configure`, which ``train.py`` calls from the YAML 
 ``workers=0`` (one per core, at most 8), ``max_output_bytes=1 MiB``, ``max_procs=32``, ``max_file_mb=16``.
 
 Known limits: the harness and the solution share one process, so a program that deliberately inspects the
-harness's frames can read the nonce (no exit/print trick can). Rlimit-only mode has no network or filesystem
+harness's frames can read the nonce (no exit/print trick can). When the sandbox runs as uid 0 (root whose Python is
+not readable by ``nobody``), the kernel does not enforce the process-count rlimit; the time limit and the
+kill-everything clean-up still bound a fork bomb. Rlimit-only mode has no network or filesystem
 isolation beyond the ``nobody`` drop. This module imports only the standard library, and its source is sent to the
 workers as ``python -I -c <source>``: keep it free of relative imports and import-time side effects.
 """
 
 from __future__ import annotations
 
+import ast
 import atexit
+import functools
 import json
 import logging
 import math
@@ -278,7 +285,8 @@ class _Worker:
             "max_file_mb": cfg.max_file_mb,
         }
         assert self.proc.stdin
-        self.proc.stdin.write(_frame({"code": job.code, "tests": list(job.tests), "limits": limits}))
+        tests = [harden_test(t) for t in job.tests]
+        self.proc.stdin.write(_frame({"code": job.code, "tests": tests, "limits": limits}))
         self.proc.stdin.flush()
 
     def receive(self, job: Job) -> Result:
@@ -442,6 +450,31 @@ def _error_result(job: Job, reason: str, start: float | None = None) -> Result:
         error=reason,
         elapsed_s=time.monotonic() - start if start else 0.0,
     )
+
+
+class _StrictEq(ast.NodeTransformer):
+    def visit_Assert(self, node: ast.Assert) -> ast.Assert:
+        t = node.test
+        if isinstance(t, ast.Compare) and len(t.ops) == 1 and isinstance(t.ops[0], ast.Eq):
+            call = ast.Call(func=ast.Name(_EQ_NAME, ast.Load()), args=[t.left, t.comparators[0]], keywords=[])
+            node.test = ast.copy_location(call, t)
+        return node
+
+
+@functools.lru_cache(maxsize=4096)
+def harden_test(test: str) -> str:
+    """Rewrite ``assert a == b`` as ``assert __sandbox_eq__(a, b)``: when one side is made of plain built-in values,
+    the other may not contain an object whose ``__eq__`` is defined in Python (the "always equal" hack)."""
+    try:
+        tree = ast.parse(test)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return test  # fails on its own in the sandbox
+    if not any(isinstance(n, ast.Assert) for n in ast.walk(tree)):
+        return test
+    try:
+        return ast.unparse(ast.fix_missing_locations(_StrictEq().visit(tree)))
+    except (ValueError, RecursionError):
+        return test
 
 
 _SOURCE: str | None = None
@@ -672,6 +705,7 @@ def _harness(code: str, tests: list[str], nonce: str, fd: int) -> None:
         if getpid() == me:  # a fork of the solution carries a copy of this harness: it must not report
             write(fd, (line.replace("\n", " ")[:_REASON_KEEP] + "\n").encode("utf-8", "replace"))
 
+    eq = _strict_eq
     ns: dict[str, Any] = {"__name__": "__main__", "__builtins__": builtins}
     try:
         exec_(code, ns)  # (exec of a str is ~3 ms cheaper after fork than compile())
@@ -680,6 +714,7 @@ def _harness(code: str, tests: list[str], nonce: str, fd: int) -> None:
         exit_now(0)
     for i, test in enumerate(tests):
         try:
+            ns[_EQ_NAME] = eq  # reset before every test: the solution shares (and may rewrite) this namespace
             exec_(test, ns)
             status, reason = "passed", ""
         except assert_error as exc:
@@ -696,6 +731,49 @@ def _harness(code: str, tests: list[str], nonce: str, fd: int) -> None:
     except base:
         pass
     exit_now(0)
+
+
+_EQ_NAME = "__sandbox_eq__"
+_PLAIN = (int, float, complex, str, bytes, bool, type(None))
+_CONTAINERS = (list, tuple, set, frozenset, dict)
+
+
+def _values(v: object, budget: list[int]):
+    """``v`` and, for exact built-in containers, everything inside it (at most ``budget[0]`` objects)."""
+    stack = [v]
+    while stack and budget[0] > 0:
+        budget[0] -= 1
+        x = stack.pop()
+        yield x
+        t = type(x)
+        if t is dict:
+            stack.extend(x.keys())
+            stack.extend(x.values())
+        elif t in _CONTAINERS:
+            stack.extend(x)
+
+
+def _is_plain(v: object) -> bool:
+    budget = [10_000]
+    ok = all(type(x) in _PLAIN or type(x) in _CONTAINERS for x in _values(v, budget))
+    return ok and budget[0] > 0
+
+
+def _python_eq(v: object) -> bool:
+    """Whether ``v`` (or anything in it) compares with an ``__eq__`` written in Python, e.g. by the solution."""
+    for x in _values(v, [10_000]):
+        for klass in type(x).__mro__:
+            if "__eq__" in klass.__dict__:
+                if klass.__flags__ & (1 << 9):  # Py_TPFLAGS_HEAPTYPE: a class statement, not a C type
+                    return True
+                break
+    return False
+
+
+def _strict_eq(a: object, b: object) -> bool:
+    if (_is_plain(b) and _python_eq(a)) or (_is_plain(a) and _python_eq(b)):
+        return False
+    return bool(a == b)
 
 
 def _describe(exc: BaseException) -> str:
