@@ -6,7 +6,7 @@ Design
   start-up once. Each worker is a plain ``python -I`` running this module's source; with isolation on, each one
   lives in its *own* bubblewrap sandbox: read-only root, private ``/tmp`` (a size-capped tmpfs), fresh ``/dev`` and
   ``/proc``, no network (``--unshare-net``), own pid/ipc/uts namespaces, ``--die-with-parent``, ``--new-session``,
-  all capabilities dropped, and, when the trainer runs as root, the sandbox runs as ``nobody``.
+  all capabilities dropped, and, when the trainer runs as root and ``nobody`` can run its Python, as ``nobody``.
 * **One fork per execution.** For each job the worker forks a fresh child which calls ``setsid`` (own process
   group), applies rlimits (CPU seconds, address space, file size, open files, processes, no core files), changes
   into a fresh scratch dir (removed afterwards), gets stdin from ``/dev/null`` and stdout/stderr into a capped pipe,
@@ -34,9 +34,10 @@ Defaults (change with :func:`configure`, which ``train.py`` calls from the YAML 
 Known limits: the harness and the solution share one process, so a program that deliberately inspects the
 harness's frames can read the nonce (no exit/print trick can). When the sandbox runs as uid 0 (root whose Python is
 not readable by ``nobody``), the kernel does not enforce the process-count rlimit; the time limit and the
-kill-everything clean-up still bound a fork bomb. Rlimit-only mode has no network or filesystem
-isolation beyond the ``nobody`` drop. This module imports only the standard library, and its source is sent to the
-workers as ``python -I -c <source>``: keep it free of relative imports and import-time side effects.
+kill-everything clean-up still bound a fork bomb. Rlimit-only mode has no network or filesystem isolation beyond
+the ``nobody`` drop. This module imports only the standard library; its worker part (after the "worker side"
+marker) is sent to the workers as ``python -I -c <source>``: keep that part free of relative imports, threading
+and import-time side effects.
 """
 
 from __future__ import annotations
