@@ -77,7 +77,9 @@ def training_python(root: Path) -> str | None:
 def run_step(name: str, command: list[str], root: Path, timeout: float) -> bool:
     print(f"smoke: {name}: {' '.join(command)}", flush=True)
     try:
-        done = subprocess.run(command, check=False, cwd=root, capture_output=True, text=True, timeout=timeout)
+        env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}  # leave no __pycache__ behind in the new project
+        done = subprocess.run(command, check=False, cwd=root, env=env, capture_output=True, text=True,
+                              timeout=timeout)
     except subprocess.TimeoutExpired:
         print(f"SMOKE FAILED at step '{name}': no result after {timeout:.0f} s")
         return False

@@ -24,6 +24,7 @@ COMMON_FILES = {
     "{pkg}/rewards/__init__.py", "{pkg}/rewards/common.py", "{pkg}/selfcheck.py", "{pkg}/tiny.py",
     "tests/_pkg.py", "tests/conftest.py", "tests/test_configs.py", "tests/test_rewards_common.py",
     "tests/test_smoke.py", "tests/test_resume.py", "tests/test_distributed.py", "tests/test_registry.py",
+    "{pkg}/memory.py", "tests/test_memory.py", "benchmarks/device_memory_check.py",
 }
 TASK_FILES = {  # written out here, not taken from the hook, so a hook that removes the wrong file fails
     "math": {"{pkg}/task_math.py", "{pkg}/rewards/math_task.py", "data/math_sample.jsonl",
@@ -86,9 +87,8 @@ def test_bake(cookies, combo):
     package = result.context["package_name"]
     assert project_files(root) == expected_files(combo["task"], package)
 
-    for path in root.rglob("*"):
-        if not path.is_file():
-            continue
+    for relative in project_files(root):
+        path = root / relative
         text = path.read_text(encoding="utf-8")
         if path.suffix == ".jinja":  # copied without rendering: a real chat template, byte for byte
             source = ROOT / "{{cookiecutter.project_slug}}" / "{{cookiecutter.package_name}}" / path.name

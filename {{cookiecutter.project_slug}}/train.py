@@ -23,11 +23,8 @@ from dataclasses import dataclass, field
 from transformers.trainer_utils import get_last_checkpoint
 from trl import GRPOConfig, GRPOTrainer, ModelConfig, ScriptArguments, TrlParser
 
-from {{ cookiecutter.package_name }} import data, model, tiny
+from {{ cookiecutter.package_name }} import data, memory, model,{% if cookiecutter.task == "code" %} sandbox,{% endif %} tiny
 from {{ cookiecutter.package_name }}.rewards import REWARD_FUNCS, common
-{%- if cookiecutter.task == "code" %}
-from {{ cookiecutter.package_name }} import sandbox
-{%- endif %}
 
 DEFAULT_CONFIG = "configs/{{ cookiecutter.gpu }}.yaml"
 
@@ -54,7 +51,7 @@ class GRPOScriptArguments(ScriptArguments):
         default="auto",
         metadata={"help": "Code sandbox: auto (bubblewrap if available), required (refuse without it) or off."},
     )
-    sandbox_timeout_s: float = field(default=5.0, metadata={"help": "Wall-clock limit per execution."})
+    sandbox_timeout_s: float = field(default=3.0, metadata={"help": "Wall-clock limit per execution."})
     sandbox_memory_mb: int = field(default=512, metadata={"help": "Address-space limit per execution."})
 {%- endif %}
 
@@ -96,8 +93,14 @@ def main(script_args: GRPOScriptArguments, training_args: GRPOConfig, model_args
         timeout_s=script_args.sandbox_timeout_s,
         memory_mb=script_args.sandbox_memory_mb,
     )
+    # Start the workers now: with isolation "required" and no bubblewrap this refuses before training starts.
+    print(f"code sandbox: {sandbox.isolation_mode()} isolation", file=sys.stderr)
 {%- endif %}
 
+    if int(os.environ.get("RANK", "0")) == 0:  # the estimator's verdict for this GPU, before any weight is loaded
+        settings = {**vars(model_args), **training_args.to_dict(), **vars(script_args)}
+        for line in memory.check_fits(settings):
+            print(f"warning: {line}", file=sys.stderr)
     policy, tokenizer, peft_config = model.load(model_args, training_args, script_args.max_prompt_length)
     splits = data.add_prompts(
         {"train": train_split, "eval": eval_split},
@@ -148,5 +151,5 @@ if __name__ == "__main__":
         sys.exit(one_line(error))
     try:
         main(script_args, training_args, model_args)
-    except data.DataError as error:
+    except {% if cookiecutter.task == "code" %}(data.DataError, sandbox.SandboxUnavailable){% else %}data.DataError{% endif %} as error:
         sys.exit(one_line(error))

@@ -35,6 +35,8 @@ def _configure(mode: str, **extra: object) -> None:
 @pytest.fixture(params=["bwrap", "rlimit"])
 def mode(request: pytest.FixtureRequest):
     if request.param == "bwrap" and not HAVE_BWRAP:
+        if os.environ.get("GRPO_REQUIRE_BWRAP") == "1":  # CI installs bubblewrap: its absence is a failure there
+            pytest.fail("GRPO_REQUIRE_BWRAP=1 but bubblewrap is not installed")
         pytest.skip("bubblewrap not installed")
     _configure(request.param)
     yield request.param

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from . import {{ cookiecutter.task }}_task as task_rewards
 from .common import SHARED_REWARDS
-from .{{ cookiecutter.task }}_task import TASK_REWARDS
 
-REWARD_FUNCS: dict[str, Callable[..., list[float | None]]] = {**SHARED_REWARDS, **TASK_REWARDS}
+REWARD_FUNCS: dict[str, Callable[..., list[float | None]]] = {**SHARED_REWARDS, **task_rewards.TASK_REWARDS}
 
 __all__ = ["REWARD_FUNCS"]
