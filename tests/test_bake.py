@@ -113,8 +113,12 @@ def test_bake(cookies, combo):
             "gradient_accumulation_steps", 1)
         assert per_step % config["num_generations"] == 0, config_path.name
         if config_path.stem != "smoke":
-            tracking = combo["tracking"]
-            assert config["report_to"] == tracking
+            assert config["report_to"] == combo["tracking"]
+        if combo["task"] == "code":  # real GPU runs refuse to execute model code without bubblewrap
+            expected = "auto" if config_path.stem in ("smoke", "cpu-only") else "required"
+            assert config["sandbox_isolation"] == expected, config_path.name
+        else:
+            assert "sandbox_isolation" not in config
 
 
 def test_base_model_override_reaches_every_preset(cookies):
