@@ -31,8 +31,8 @@ def main() -> int:
                 check=False,
             )
             elapsed = time.perf_counter() - start
-            state = Path(out) / "grpo-reasoner" / "outputs" / "smoke" / "checkpoint-6" / "trainer_state.json"
-            steps = json.loads(state.read_text())["global_step"] if state.is_file() else 0
+            states = sorted((Path(out) / "grpo-reasoner" / "outputs" / "smoke").glob("checkpoint-*/trainer_state.json"))
+            steps = json.loads(states[-1].read_text())["global_step"] if states else 0
             if done.returncode != 0 or steps == 0:
                 print(done.stdout[-2000:], done.stderr[-2000:])
                 print(f"{task}: FAILED after {elapsed:.1f} s")

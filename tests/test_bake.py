@@ -25,6 +25,7 @@ COMMON_FILES = {
     "tests/_pkg.py", "tests/conftest.py", "tests/test_configs.py", "tests/test_rewards_common.py",
     "tests/test_smoke.py", "tests/test_resume.py", "tests/test_distributed.py", "tests/test_registry.py",
     "{pkg}/memory.py", "tests/test_memory.py", "benchmarks/device_memory_check.py",
+    "{pkg}/priming.py", "benchmarks/bench_smoke_learns.py",
 }
 TASK_FILES = {  # written out here, not taken from the hook, so a hook that removes the wrong file fails
     "math": {"{pkg}/task_math.py", "{pkg}/rewards/math_task.py", "data/math_sample.jsonl",

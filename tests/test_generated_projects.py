@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 
 @pytest.mark.parametrize("task", ["math", "code", "json"])
@@ -15,8 +16,9 @@ def test_generated_project_tests_pass(cookies, task):
     assert result.exit_code == 0, result.exception
     assert result.context["task"] == task
     root = Path(result.project_path)
-    state = json.loads((root / "outputs" / "smoke" / "checkpoint-6" / "trainer_state.json").read_text())
-    assert state["global_step"] == 6  # the hook's smoke training ran to the end
+    max_steps = yaml.safe_load((root / "configs" / "smoke.yaml").read_text())["max_steps"]
+    state = json.loads((root / "outputs" / "smoke" / f"checkpoint-{max_steps}" / "trainer_state.json").read_text())
+    assert state["global_step"] == max_steps  # the hook's smoke training ran to the end
 
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=root,
                           capture_output=True, text=True, timeout=1200, check=False)

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from transformers.trainer_utils import get_last_checkpoint
 from trl import GRPOConfig, GRPOTrainer, ModelConfig, ScriptArguments, TrlParser
 
-from {{ cookiecutter.package_name }} import data, memory, model,{% if cookiecutter.task == "code" %} sandbox,{% endif %} tiny
+from {{ cookiecutter.package_name }} import data, memory, model, priming,{% if cookiecutter.task == "code" %} sandbox,{% endif %} tiny
 from {{ cookiecutter.package_name }}.rewards import REWARD_FUNCS, common
 
 DEFAULT_CONFIG = "configs/{{ cookiecutter.gpu }}.yaml"
@@ -44,6 +44,10 @@ class GRPOScriptArguments(ScriptArguments):
         default=False,
         metadata={"help": "Build a tiny random-weight model at model_name_or_path from the dataset (smoke runs)."},
     )
+    format_priming_steps: int = field(
+        default=0, metadata={"help": "SFT steps on gold completions before GRPO (0 = none); see priming.py."}
+    )
+    format_priming_lr: float = field(default=3e-3, metadata={"help": "Learning rate of format priming."})
     num_processes: int = field(default=1, metadata={"help": "Training processes this preset's batch is sized for."})
     auto_resume: bool = field(default=True, metadata={"help": "Resume from the last checkpoint in output_dir."})
 {%- if cookiecutter.task == "code" %}
@@ -86,6 +90,20 @@ def main(script_args: GRPOScriptArguments, training_args: GRPOConfig, model_args
     )
     if script_args.build_tiny_model:
         tiny.build_tiny_model(model_args.model_name_or_path, script_args.dataset_name)
+    if script_args.format_priming_steps > 0:
+        # One primed copy per rank (identical: same seed and rows), so ranks never write the same files.
+        primed = os.path.join(training_args.output_dir, f"format-primed-rank{os.environ.get('RANK', '0')}")
+        if not os.path.isfile(os.path.join(primed, "config.json")):
+            priming.prime(
+                model_args.model_name_or_path,
+                primed,
+                train_split.select(range(min(len(train_split), 512))).to_list(),
+                steps=script_args.format_priming_steps,
+                learning_rate=script_args.format_priming_lr,
+                seed=training_args.seed,
+                system_prompt=script_args.system_prompt,
+            )
+        model_args.model_name_or_path = primed
     common.configure_length(training_args.max_completion_length)
 {%- if cookiecutter.task == "code" %}
     sandbox.configure(

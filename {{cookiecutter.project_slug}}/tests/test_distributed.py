@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+STEPS = 6
 
 
 @pytest.mark.slow
@@ -16,13 +17,14 @@ def test_two_cpu_processes_finish_the_same_steps(tmp_path):
     out = tmp_path / "ddp"
     done = subprocess.run(
         [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "train.py",
-         "--config", "configs/smoke.yaml", "--output_dir", str(out), "--num_processes", "2"],
+         "--config", "configs/smoke.yaml", "--output_dir", str(out), "--num_processes", "2",
+         "--max_steps", str(STEPS), "--save_steps", str(STEPS)],
         cwd=ROOT, capture_output=True, text=True, timeout=600, check=False,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     finished = dict(re.findall(r"^rank (\d+): finished at step (\d+)$", done.stdout, re.MULTILINE))
-    assert finished == {"0": "6", "1": "6"}
+    assert finished == {"0": str(STEPS), "1": str(STEPS)}
     checkpoints = sorted(p.name for p in out.glob("checkpoint-*"))
-    assert checkpoints == ["checkpoint-6"]
-    state = json.loads((out / "checkpoint-6" / "trainer_state.json").read_text())
-    assert state["global_step"] == 6
+    assert checkpoints == [f"checkpoint-{STEPS}"]
+    state = json.loads((out / f"checkpoint-{STEPS}" / "trainer_state.json").read_text())
+    assert state["global_step"] == STEPS
