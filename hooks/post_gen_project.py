@@ -41,6 +41,7 @@ TASK_FILES = {
         "{pkg}/rewards/json_task.py",
         "data/json_sample.jsonl",
         "tests/test_rewards_json.py",
+        "tests/test_json_generator.py",
         "benchmarks/bench_json_reward.py",
     ],
 }

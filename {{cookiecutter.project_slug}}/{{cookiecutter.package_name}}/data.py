@@ -33,8 +33,13 @@ def check_columns(column_names: list[str], source: str) -> None:
 
 def load_raw(name: str, config: str | None = None):
     """Load a DatasetDict from a local file (by extension) or from the hub, in the task's row contract."""
-    from datasets import DatasetDict, load_dataset
+    from datasets import Dataset, DatasetDict, load_dataset
 
+    if name.startswith("generate:"):  # a task's own deterministic generator, e.g. "generate:5000"
+        count = name.split(":", 1)[1]
+        if not hasattr(task, "generate_rows") or not count.isdigit():
+            raise DataError(f"dataset {name!r}: only 'generate:N' with a task that has a generator is supported")
+        return DatasetDict({"train": Dataset.from_list(task.generate_rows(int(count)))})
     path = Path(name)
     if path.suffix in LOCAL_FORMATS:
         if not path.is_file():

@@ -1,8 +1,10 @@
 """JSON structured output: what the model is asked and which columns a row needs.
 
 Row contract: ``question`` (a text to extract from, with what to extract), ``schema`` (a JSON Schema document as a
-string) and ``answer`` (the expected JSON document as a string). There is no standard hub dataset with this shape;
-the default is the shipped sample file, and any local JSONL/Parquet/CSV with these columns works.
+string) and ``answer`` (the expected JSON document as a string). No public hub dataset pairs free text with a schema
+and a gold document in this shape, so the default training data is the deterministic generator at the end of this
+module (``dataset_name: generate:5000``); the shipped sample file and any local JSONL/Parquet/CSV with these columns
+work too.
 """
 
 from __future__ import annotations
@@ -41,3 +43,63 @@ def gold_completion(row: dict) -> str:
     """A well-formed completion that answers the row with its gold document."""
     doc = json.dumps(json.loads(row["answer"]), ensure_ascii=False)
     return f"<reasoning>\nExtract the fields the schema asks for.\n</reasoning>\n<answer>\n{doc}\n</answer>"
+
+
+# A deterministic generator of extraction tasks (text + schema + gold JSON), the default training data: no public
+# hub dataset pairs free text with a JSON Schema and a gold document in this shape. dataset_name "generate:N".
+_FIRST = ["Maria", "James", "Aiko", "Omar", "Lena", "Chen", "Priya", "Lucas", "Fatima", "Noah", "Elif", "Mateo"]
+_LAST = ["Lopez", "Smith", "Tanaka", "Haddad", "Novak", "Wei", "Sharma", "Silva", "Okafor", "Berg", "Kaya", "Rossi"]
+_CITIES = ["Porto", "Leeds", "Osaka", "Cairo", "Brno", "Chengdu", "Pune", "Recife", "Lagos", "Bergen", "Izmir"]
+_ITEMS = ["notebook", "desk lamp", "kettle", "backpack", "monitor", "headset", "chair", "printer", "router"]
+_CURRENCIES = ["EUR", "USD", "GBP", "JPY"]
+_EVENTS = ["team offsite", "product launch", "book club", "hackathon", "board meeting", "charity run"]
+
+
+def _person(rng) -> tuple[str, dict, dict]:
+    first, last, city, age = rng.choice(_FIRST), rng.choice(_LAST), rng.choice(_CITIES), rng.randint(18, 90)
+    text = f"{first} {last}, aged {age}, lives in {city}. Extract the person's name, age and city."
+    schema = {"type": "object", "additionalProperties": False, "required": ["name", "age", "city"],
+              "properties": {"name": {"type": "string"}, "age": {"type": "integer", "minimum": 0},
+                             "city": {"type": "string"}}}
+    return text, schema, {"name": f"{first} {last}", "age": age, "city": city}
+
+
+def _order(rng) -> tuple[str, dict, dict]:
+    item, qty, currency = rng.choice(_ITEMS), rng.randint(1, 12), rng.choice(_CURRENCIES)
+    price = rng.randint(5, 400)
+    order_id = f"A-{rng.randint(1000, 9999)}"
+    text = (f"Order {order_id}: {qty} x {item} at {price} {currency} each. "
+            "Extract the order id, item, quantity, unit price and currency.")
+    schema = {"type": "object", "additionalProperties": False,
+              "required": ["order_id", "item", "quantity", "unit_price", "currency"],
+              "properties": {"order_id": {"type": "string", "pattern": "^A-[0-9]{4}$"}, "item": {"type": "string"},
+                             "quantity": {"type": "integer", "minimum": 1}, "unit_price": {"type": "number"},
+                             "currency": {"enum": _CURRENCIES}}}
+    return text, schema, {"order_id": order_id, "item": item, "quantity": qty, "unit_price": price,
+                          "currency": currency}
+
+
+def _event(rng) -> tuple[str, dict, dict]:
+    name, city = rng.choice(_EVENTS), rng.choice(_CITIES)
+    date = f"2026-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}"
+    guests = sorted(rng.sample(_FIRST, rng.randint(1, 3)))
+    text = (f"The {name} takes place in {city} on {date}; {', '.join(guests)} will attend. "
+            "Extract the event, city, date and the attendees in alphabetical order.")
+    schema = {"type": "object", "additionalProperties": False, "required": ["event", "city", "date", "attendees"],
+              "properties": {"event": {"type": "string"}, "city": {"type": "string"},
+                             "date": {"type": "string", "pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}$"},
+                             "attendees": {"type": "array", "items": {"type": "string"}, "minItems": 1}}}
+    return text, schema, {"event": name, "city": city, "date": date, "attendees": guests}
+
+
+def generate_rows(n: int, seed: int = 0) -> list[dict]:
+    """``n`` extraction tasks in the row contract, the same for the same seed."""
+    import random
+
+    rng = random.Random(seed)
+    makers = (_person, _order, _event)
+    rows = []
+    for index in range(n):
+        text, schema, gold = makers[index % len(makers)](rng)
+        rows.append({"question": text, "schema": json.dumps(schema), "answer": json.dumps(gold)})
+    return rows
