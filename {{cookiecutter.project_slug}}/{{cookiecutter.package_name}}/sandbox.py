@@ -224,6 +224,17 @@ def _clean_env() -> dict[str, str]:
     return {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": "/tmp", "PYTHONHASHSEED": "0"}
 
 
+def _interpreter_binds() -> list[str]:
+    """Read-only binds for an interpreter that lives under /tmp or /dev/shm (a venv in a temporary checkout, as in
+    CI), which the sandbox's private /tmp and /dev/shm would otherwise hide."""
+    paths = {os.path.abspath(p) for p in (sys.prefix, sys.base_prefix, os.path.dirname(sys.executable))}
+    binds: list[str] = []
+    for path in sorted(paths):
+        if any(path == top or path.startswith(top + "/") for top in ("/tmp", "/dev/shm")) and os.path.isdir(path):
+            binds += ["--ro-bind", path, path]
+    return binds
+
+
 def _bwrap_argv(bwrap: str, cfg: SandboxConfig) -> list[str]:
     tmp_bytes = str(max(64, 4 * cfg.max_file_mb) << 20)
     return [
@@ -233,6 +244,7 @@ def _bwrap_argv(bwrap: str, cfg: SandboxConfig) -> list[str]:
         "--proc", "/proc",
         "--size", tmp_bytes, "--tmpfs", "/tmp",
         "--size", "1048576", "--tmpfs", "/dev/shm",
+        *_interpreter_binds(),
         "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
         "--die-with-parent", "--new-session",
         "--cap-drop", "ALL",
