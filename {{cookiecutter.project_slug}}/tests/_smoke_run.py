@@ -1,0 +1,32 @@
+"""One short smoke training shared by the eval and plot tests (trained once per session, on first use)."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+STEPS = 2  # enough for a curve and a checkpoint; the full smoke run is tests/test_smoke.py's job
+_runs: dict[str, Path] = {}
+
+
+def smoke_run(tmp_path_factory) -> Path:
+    """The output_dir of a short smoke training: a saved model and ``checkpoint-STEPS/trainer_state.json``."""
+    if "run" not in _runs:
+        out = tmp_path_factory.mktemp("smoke-run") / "run"
+        done = subprocess.run(
+            [sys.executable, "train.py", "--config", "configs/smoke.yaml", "--output_dir", str(out),
+             "--max_steps", str(STEPS), "--save_steps", str(STEPS), "--logging_steps", "1",
+             "--format_priming_steps", "5"],
+            cwd=ROOT, capture_output=True, text=True, timeout=600, check=False,
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert (out / f"checkpoint-{STEPS}" / "trainer_state.json").is_file()
+        _runs["run"] = out
+    return _runs["run"]
+
+
+def run_script(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    """Run a project script (eval.py, plot.py) from the project root."""
+    return subprocess.run(
+        [sys.executable, *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout, check=False
+    )
