@@ -26,13 +26,15 @@ COMMON_FILES = {
     "tests/test_smoke.py", "tests/test_resume.py", "tests/test_distributed.py", "tests/test_registry.py",
     "{pkg}/memory.py", "tests/test_memory.py", "benchmarks/device_memory_check.py",
     "{pkg}/priming.py", "benchmarks/bench_smoke_learns.py",
+    "eval.py", "plot.py", "{pkg}/evaluate.py", "{pkg}/plots.py", "tests/test_eval.py", "tests/test_plot.py",
+    "tests/_smoke_run.py",
 }
 TASK_FILES = {  # written out here, not taken from the hook, so a hook that removes the wrong file fails
-    "math": {"{pkg}/task_math.py", "{pkg}/rewards/math_task.py", "data/math_sample.jsonl",
+    "math": {"{pkg}/task_math.py", "{pkg}/rewards/math_task.py", "data/math_sample.jsonl", "docs/smoke_math.png",
              "tests/test_rewards_math.py", "benchmarks/bench_math_reward.py"},
-    "code": {"{pkg}/task_code.py", "{pkg}/rewards/code_task.py", "{pkg}/sandbox.py", "data/code_sample.jsonl",
+    "code": {"{pkg}/task_code.py", "{pkg}/rewards/code_task.py", "{pkg}/sandbox.py", "data/code_sample.jsonl", "docs/smoke_code.png",
              "tests/test_rewards_code.py", "tests/test_sandbox.py", "benchmarks/bench_sandbox.py"},
-    "json": {"{pkg}/task_json.py", "{pkg}/rewards/json_task.py", "data/json_sample.jsonl",
+    "json": {"{pkg}/task_json.py", "{pkg}/rewards/json_task.py", "data/json_sample.jsonl", "docs/smoke_json.png",
              "tests/test_rewards_json.py", "tests/test_json_generator.py", "benchmarks/bench_json_reward.py"},
 }
 
@@ -90,6 +92,9 @@ def test_bake(cookies, combo):
 
     for relative in project_files(root):
         path = root / relative
+        if path.suffix == ".png":  # a binary asset, copied as it is
+            assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+            continue
         text = path.read_text(encoding="utf-8")
         if path.suffix == ".jinja":  # copied without rendering: a real chat template, byte for byte
             source = ROOT / "{{cookiecutter.project_slug}}" / "{{cookiecutter.package_name}}" / path.name
