@@ -89,20 +89,22 @@ def main(script_args: GRPOScriptArguments, training_args: GRPOConfig, model_args
         seed=training_args.seed,
     )
     if script_args.build_tiny_model:
-        tiny.build_tiny_model(model_args.model_name_or_path, script_args.dataset_name)
+        with training_args.main_process_first(desc="tiny model"):  # built once, reused by the other ranks
+            tiny.build_tiny_model(model_args.model_name_or_path, script_args.dataset_name)
     if script_args.format_priming_steps > 0:
-        # One primed copy per rank (identical: same seed and rows), so ranks never write the same files.
-        primed = os.path.join(training_args.output_dir, f"format-primed-rank{os.environ.get('RANK', '0')}")
-        if not os.path.isfile(os.path.join(primed, "config.json")):
-            priming.prime(
-                model_args.model_name_or_path,
-                primed,
-                train_split.select(range(min(len(train_split), 512))).to_list(),
-                steps=script_args.format_priming_steps,
-                learning_rate=script_args.format_priming_lr,
-                seed=training_args.seed,
-                system_prompt=script_args.system_prompt,
-            )
+        primed = os.path.join(training_args.output_dir, "format-primed")
+        # The main process primes (only it may save under torch.distributed); the others wait, then reuse it.
+        with training_args.main_process_first(desc="format priming"):
+            if not os.path.isfile(os.path.join(primed, "config.json")):
+                priming.prime(
+                    model_args.model_name_or_path,
+                    primed,
+                    train_split.select(range(min(len(train_split), 512))).to_list(),
+                    steps=script_args.format_priming_steps,
+                    learning_rate=script_args.format_priming_lr,
+                    seed=training_args.seed,
+                    system_prompt=script_args.system_prompt,
+                )
         model_args.model_name_or_path = primed
     common.configure_length(training_args.max_completion_length)
 {%- if cookiecutter.task == "code" %}
