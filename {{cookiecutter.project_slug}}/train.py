@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from transformers.trainer_utils import get_last_checkpoint
 from trl import GRPOConfig, GRPOTrainer, ModelConfig, ScriptArguments, TrlParser
 
-from {{ cookiecutter.package_name }} import data, memory, model, priming,{% if cookiecutter.task == "code" %} sandbox,{% endif %} tiny
+from {{ cookiecutter.package_name }} import data, distributed, memory, model, priming,{% if cookiecutter.task == "code" %} sandbox,{% endif %} tiny
 from {{ cookiecutter.package_name }}.rewards import REWARD_FUNCS, common
 
 DEFAULT_CONFIG = "configs/{{ cookiecutter.gpu }}.yaml"
@@ -104,6 +104,9 @@ def main(script_args: GRPOScriptArguments, training_args: GRPOConfig, model_args
                     learning_rate=script_args.format_priming_lr,
                     seed=training_args.seed,
                     system_prompt=script_args.system_prompt,
+                    dtype=model_args.dtype,
+                    use_cpu=training_args.use_cpu,
+                    gradient_checkpointing=training_args.gradient_checkpointing,
                 )
         model_args.model_name_or_path = primed
     common.configure_length(training_args.max_completion_length)
@@ -147,8 +150,7 @@ def main(script_args: GRPOScriptArguments, training_args: GRPOConfig, model_args
         trainer.accelerator.print(f"resuming from {checkpoint}")
     trainer.train(resume_from_checkpoint=checkpoint)
     print(f"rank {trainer.accelerator.process_index}: finished at step {trainer.state.global_step}", flush=True)
-    trainer.save_model(training_args.output_dir)
-    trainer.accelerator.print(f"model saved to {training_args.output_dir}")
+    distributed.save_final_model(trainer, training_args.output_dir)  # checks the weights are on disk
 
 
 def parse_args(argv: list[str]) -> tuple[GRPOScriptArguments, GRPOConfig, ModelConfig]:
@@ -167,9 +169,10 @@ if __name__ == "__main__":
     try:  # a bad config or bad data ends with one line that says what to fix, not a traceback
         script_args, training_args, model_args = parse_args(sys.argv[1:])
         check_arguments(script_args, training_args)
+        distributed.check_launch(script_args, training_args, model_args)  # precision, priming under this launch
     except (ValueError, FileNotFoundError) as error:
         sys.exit(one_line(error))
     try:
         main(script_args, training_args, model_args)
-    except {% if cookiecutter.task == "code" %}(data.DataError, sandbox.SandboxUnavailable){% else %}data.DataError{% endif %} as error:
+    except {% if cookiecutter.task == "code" %}(data.DataError, sandbox.SandboxUnavailable, distributed.SaveError){% else %}(data.DataError, distributed.SaveError){% endif %} as error:
         sys.exit(one_line(error))

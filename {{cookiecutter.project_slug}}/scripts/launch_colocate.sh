@@ -1,11 +1,14 @@
-#!/usr/bin/env bash
-# Train on every GPU of this node, vLLM colocated in each training process (use_vllm: true, vllm_mode: colocate).
+#!/usr/bin/env bash{% raw %}
+# Train on every visible GPU of this node, vLLM colocated in each training process (use_vllm: true, vllm_mode: colocate).
 #   scripts/launch_colocate.sh [accelerate-config] [train.py config] [extra train.py args...]
 # e.g. scripts/launch_colocate.sh configs/accelerate/zero3.yaml configs/8x80gb.yaml
+# GPUs: those in CUDA_VISIBLE_DEVICES when set, else all that nvidia-smi lists; GPUS=N uses the first N.
 set -euo pipefail
 ACCEL=${1:-configs/accelerate/zero3.yaml}
 CONFIG=${2:-configs/8x80gb.yaml}
 shift $(( $# < 2 ? $# : 2 ))
-GPUS=${GPUS:-$(nvidia-smi -L | wc -l)}
-exec accelerate launch --config_file "$ACCEL" --num_processes "$GPUS" \
-  train.py --config "$CONFIG" --num_processes "$GPUS" --use_vllm true --vllm_mode colocate "$@"
+source "$(dirname "$0")/_gpus.sh"
+visible_gpu_ids
+N=${#GPU_IDS[@]}
+CUDA_VISIBLE_DEVICES=$(IFS=,; echo "${GPU_IDS[*]}") exec accelerate launch --config_file "$ACCEL" --num_processes "$N" \
+  train.py --config "$CONFIG" --num_processes "$N" --use_vllm true --vllm_mode colocate "$@"{% endraw %}

@@ -4,10 +4,17 @@ GRPO learns only from reward differences inside a group; a model that never prod
 same (zero) format and correctness reward for every completion, so it never learns (a random tiny model stays
 flat at 0 for hundreds of steps). A few SFT steps on well-formed gold completions, the recipe Unsloth uses to
 prime Qwen3 before GRPO, put the format within reach; GRPO then improves on it with the task's real rewards.
+
+Priming is a plain single-process loop on one device, in the config's dtype. train.py primes in place when it runs
+as one process; a multi-process or ZeRO-3 launch needs the primed model made beforehand, once:
+
+    python -m <package>.priming --config configs/X.yaml     # writes <output_dir>/format-primed, which train.py uses
 """
 
 from __future__ import annotations
 
+import argparse
+import sys
 from pathlib import Path
 
 from . import task_{{ cookiecutter.task }} as task
@@ -36,16 +43,31 @@ def prime(
     seed: int = 0,
     system_prompt: str | None = None,
     log=print,
+    dtype: str | None = None,
+    use_cpu: bool = False,
+    gradient_checkpointing: bool = False,
+    revision: str | None = None,
+    trust_remote_code: bool = False,
 ) -> Path:
-    """Fine-tune ``model_path`` on the rows' gold completions for ``steps`` steps; save to ``out_dir``."""
+    """Fine-tune ``model_path`` on the rows' gold completions for ``steps`` steps; save to ``out_dir``.
+
+    The model loads in ``dtype`` (the config's; None = float32, as GRPOTrainer loads it) on the first GPU when
+    there is one and ``use_cpu`` is off, else on the CPU."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     out = Path(out_dir)
     torch.manual_seed(seed)
-    tokenizer = AutoTokenizer.from_pretrained(model_path)
-    model = AutoModelForCausalLM.from_pretrained(model_path)
+    device = torch.device("cuda" if torch.cuda.is_available() and not use_cpu else "cpu")
+    torch_dtype = load_dtype(dtype)
+    tokenizer = AutoTokenizer.from_pretrained(model_path, revision=revision, trust_remote_code=trust_remote_code)
+    model = AutoModelForCausalLM.from_pretrained(
+        model_path, dtype=torch_dtype, revision=revision, trust_remote_code=trust_remote_code
+    ).to(device)
+    if gradient_checkpointing:
+        model.gradient_checkpointing_enable()
     model.train()
+    log(f"format priming {steps} steps on {device.type} in {next(model.parameters()).dtype}")
     examples = [encode(tokenizer, row, system_prompt) for row in rows]
     optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate)
     generator = torch.Generator().manual_seed(seed)
@@ -53,9 +75,9 @@ def prime(
     for step in range(steps):
         batch = [examples[i] for i in torch.randint(len(examples), (batch_size,), generator=generator).tolist()]
         width = max(len(ids) for ids, _ in batch)
-        input_ids = torch.tensor([ids + [pad] * (width - len(ids)) for ids, _ in batch])
-        labels = torch.tensor([lab + [-100] * (width - len(lab)) for _, lab in batch])
-        attention = torch.tensor([[1] * len(ids) + [0] * (width - len(ids)) for ids, _ in batch])
+        input_ids = torch.tensor([ids + [pad] * (width - len(ids)) for ids, _ in batch], device=device)
+        labels = torch.tensor([lab + [-100] * (width - len(lab)) for _, lab in batch], device=device)
+        attention = torch.tensor([[1] * len(ids) + [0] * (width - len(ids)) for ids, _ in batch], device=device)
         loss = model(input_ids=input_ids, attention_mask=attention, labels=labels).loss
         loss.backward()
         optimizer.step()
@@ -66,3 +88,95 @@ def prime(
     model.save_pretrained(out)
     tokenizer.save_pretrained(out)
     return out
+
+
+def load_dtype(dtype):
+    """The config's dtype for from_pretrained: a torch dtype, "auto", or float32 when unset."""
+    import torch
+
+    if dtype is None:
+        return torch.float32
+    if isinstance(dtype, torch.dtype) or dtype == "auto":
+        return dtype
+    if dtype in ("float32", "bfloat16", "float16"):
+        return getattr(torch, dtype)
+    raise ValueError(f"dtype {dtype!r}: expected float32, bfloat16, float16 or auto")
+
+
+PRIMING_ROWS = 512  # train.py primes on the first 512 training rows too
+
+
+def prime_from_config(settings: dict, out_dir: str | Path | None = None, steps: int | None = None, log=print) -> Path:
+    """Prime the model a train.py config names, on the same rows train.py would use; return the primed dir."""
+    from . import data, tiny
+
+    steps = int(settings.get("format_priming_steps") or 0) if steps is None else steps
+    if steps <= 0:
+        raise ValueError("format_priming_steps is 0 in this config: pass --steps N")
+    model_path = settings["model_name_or_path"]
+    if settings.get("build_tiny_model"):
+        tiny.build_tiny_model(model_path, settings["dataset_name"])
+    out = Path(out_dir) if out_dir else Path(settings.get("output_dir") or "outputs") / "format-primed"
+    train, _ = data.load_splits(
+        settings["dataset_name"],
+        settings.get("dataset_config"),
+        settings.get("dataset_train_split", "train"),
+        settings.get("dataset_test_split", "test"),
+        eval_fraction=float(settings.get("eval_fraction", 0.1)),
+        seed=int(settings.get("seed", 42)),
+    )
+    return prime(
+        model_path,
+        out,
+        train.select(range(min(len(train), PRIMING_ROWS))).to_list(),
+        steps=steps,
+        learning_rate=float(settings.get("format_priming_lr", 3e-3)),
+        seed=int(settings.get("seed", 42)),
+        system_prompt=settings.get("system_prompt"),
+        log=log,
+        dtype=settings.get("dtype"),
+        use_cpu=bool(settings.get("use_cpu", False)),
+        gradient_checkpointing=bool(settings.get("gradient_checkpointing", False)),
+        revision=settings.get("model_revision"),
+        trust_remote_code=bool(settings.get("trust_remote_code", False)),
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description="Format priming in one process: writes <output_dir>/format-primed, which train.py then uses."
+    )
+    parser.add_argument("--config", required=True, help="the train.py config (YAML)")
+    parser.add_argument("--output_dir", help="the run's output_dir (default: the config's)")
+    parser.add_argument("--model_name_or_path", help="the model to prime (default: the config's)")
+    parser.add_argument("--steps", type=int, help="priming steps (default: the config's format_priming_steps)")
+    parser.add_argument("--out", help="write the primed model here instead of <output_dir>/format-primed")
+    parser.add_argument("--force", action="store_true", help="prime again over an existing primed model")
+    args = parser.parse_args(argv)
+    try:
+        import yaml
+
+        settings = yaml.safe_load(Path(args.config).read_text(encoding="utf-8")) or {}
+        if not isinstance(settings, dict):
+            raise ValueError(f"{args.config} is not a mapping of settings")
+        for key in ("output_dir", "model_name_or_path"):
+            if getattr(args, key):
+                settings[key] = getattr(args, key)
+        out = Path(args.out) if args.out else Path(settings.get("output_dir") or "outputs") / "format-primed"
+        if (out / "config.json").is_file() and not args.force:
+            print(f"{out} already holds a primed model (pass --force to prime again)")
+            return 0
+        primed = prime_from_config(settings, out, args.steps)
+    except KeyError as error:
+        print(f"error: {args.config} sets no {error}", file=sys.stderr)
+        return 1
+    except (OSError, ValueError) as error:
+        text = str(error).strip().splitlines()
+        print(f"error: {text[0] if text else type(error).__name__}", file=sys.stderr)
+        return 1
+    print(f"primed model saved to {primed}; train.py with the same output_dir uses it")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
