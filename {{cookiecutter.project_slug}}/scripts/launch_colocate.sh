@@ -1,4 +1,4 @@
-#!/usr/bin/env bash{% raw %}
+#!/usr/bin/env bash
 # Train on every visible GPU of this node, vLLM colocated in each training process (use_vllm: true, vllm_mode: colocate).
 #   scripts/launch_colocate.sh [accelerate-config] [train.py config] [extra train.py args...]
 # e.g. scripts/launch_colocate.sh configs/accelerate/zero3.yaml configs/8x80gb.yaml
@@ -9,6 +9,6 @@ CONFIG=${2:-configs/8x80gb.yaml}
 shift $(( $# < 2 ? $# : 2 ))
 source "$(dirname "$0")/_gpus.sh"
 visible_gpu_ids
-N=${#GPU_IDS[@]}
+N=$GPU_COUNT
 CUDA_VISIBLE_DEVICES=$(IFS=,; echo "${GPU_IDS[*]}") exec accelerate launch --config_file "$ACCEL" --num_processes "$N" \
-  train.py --config "$CONFIG" --num_processes "$N" --use_vllm true --vllm_mode colocate "$@"{% endraw %}
+  train.py --config "$CONFIG" --num_processes "$N" --use_vllm true --vllm_mode colocate "$@"

@@ -1,4 +1,4 @@
-#!/usr/bin/env bash{% raw %}
+#!/usr/bin/env bash
 # Server mode: a vLLM server generates on the last visible GPU, training runs on the others.
 #   scripts/launch_server.sh [accelerate-config] [train.py config] [extra train.py args...]
 # With N GPUs, N-1 train: per_device_train_batch_size x (N-1) x gradient_accumulation_steps must stay divisible
@@ -15,13 +15,13 @@ WAIT_S=${VLLM_WAIT_S:-900}
 PYTHON=${PYTHON:-python}
 source "$(dirname "$0")/_gpus.sh"
 visible_gpu_ids
-if (( ${#GPU_IDS[@]} < 2 )); then
-  echo "error: server mode needs at least 2 GPUs (1 for vLLM, 1+ to train); ${#GPU_IDS[@]} visible: use scripts/launch_colocate.sh" >&2
+if (( GPU_COUNT < 2 )); then
+  echo "error: server mode needs at least 2 GPUs (1 for vLLM, 1+ to train); $GPU_COUNT visible: use scripts/launch_colocate.sh" >&2
   exit 1
 fi
-SERVER_GPU=${GPU_IDS[-1]}
-TRAIN_IDS=("${GPU_IDS[@]:0:${#GPU_IDS[@]}-1}")
-TRAIN_GPUS=${#TRAIN_IDS[@]}
+TRAIN_GPUS=$((GPU_COUNT - 1))
+SERVER_GPU=${GPU_IDS[TRAIN_GPUS]}
+TRAIN_IDS=("${GPU_IDS[@]:0:TRAIN_GPUS}")
 
 # The model, and the longest prompt + completion vLLM must hold (vllm_max_model_length), from the training config.
 read -r MODEL MAX_LEN < <("$PYTHON" -c "
@@ -55,4 +55,4 @@ done
 
 CUDA_VISIBLE_DEVICES=$(IFS=,; echo "${TRAIN_IDS[*]}") accelerate launch --config_file "$ACCEL" \
   --num_processes "$TRAIN_GPUS" train.py --config "$CONFIG" --num_processes "$TRAIN_GPUS" \
-  --use_vllm true --vllm_mode server --vllm_server_port "$PORT" "$@"{% endraw %}
+  --use_vllm true --vllm_mode server --vllm_server_port "$PORT" "$@"
