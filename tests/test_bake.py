@@ -28,6 +28,8 @@ COMMON_FILES = {
     "{pkg}/priming.py", "benchmarks/bench_smoke_learns.py",
     "eval.py", "plot.py", "{pkg}/evaluate.py", "{pkg}/plots.py", "tests/test_eval.py", "tests/test_plot.py",
     "tests/_smoke_run.py",
+    "scripts/_gpus.sh", "{pkg}/distributed.py", "tests/test_launch_checks.py", "tests/test_launch_scripts.py",
+    "tests/test_priming_cli.py", "tests/test_model_loading.py",
 }
 TASK_FILES = {  # written out here, not taken from the hook, so a hook that removes the wrong file fails
     "math": {"{pkg}/task_math.py", "{pkg}/rewards/math_task.py", "data/math_sample.jsonl", "docs/smoke_math.png",

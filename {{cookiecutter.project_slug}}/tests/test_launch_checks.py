@@ -5,7 +5,6 @@ from types import SimpleNamespace
 
 import pytest
 import yaml
-
 from _pkg import mod
 
 distributed = mod("distributed")
