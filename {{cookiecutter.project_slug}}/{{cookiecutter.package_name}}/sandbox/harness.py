@@ -2,7 +2,9 @@
 replaced by a stub that calls it in the sandbox over the worker's pipe with plain data.
 
 Only plain values cross (``None``, bool, int, float, str and lists, tuples, dicts, sets of them), decoded here
-into exact built-in types, so every comparison a test makes is between values this process built. The sandboxed
+into exact built-in types, so every comparison a test makes is between values this process built. A returned
+object that is not plain data stays in the sandbox as a :class:`RemoteObject` whose methods a test may call; it
+compares equal only to itself and has no truth value. The sandboxed
 child never sees the tests, the expected values, or anything of this process.
 """
 
@@ -14,7 +16,7 @@ import functools
 import time
 from collections.abc import Callable
 
-from . import worker as wire
+from . import wire
 from .types import Job, TestResult
 
 _REASON = 300
@@ -43,6 +45,37 @@ class JobEnded(Exception):
 
 class Deadline(Exception):
     pass
+
+
+class RemoteObject:
+    """An object the solution returned that is not plain data: it stays in the sandbox; a test may call its
+    methods (``s.push(1)``). It equals only itself and has no truth value, length or other protocol here."""
+
+    __slots__ = ("_call", "_index")
+
+    def __init__(self, call: Callable[..., object], index: int) -> None:
+        object.__setattr__(self, "_call", call)
+        object.__setattr__(self, "_index", index)
+
+    def __getattr__(self, name: str) -> Callable[..., object]:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        call, index = object.__getattribute__(self, "_call"), object.__getattribute__(self, "_index")
+        return lambda *args, **kwargs: call(name, args, kwargs, index)
+
+    def __bool__(self) -> bool:
+        raise TypeError("a remote object has no truth value")
+
+    def __eq__(self, other: object) -> bool:
+        return self is other
+
+    def __ne__(self, other: object) -> bool:
+        return self is not other
+
+    __hash__ = object.__hash__
+
+    def __repr__(self) -> str:
+        return "<object in the sandbox>"
 
 
 @functools.lru_cache(maxsize=8192)
@@ -98,30 +131,39 @@ def run_tests(job: Job, send: Callable[[bytes], bytes], start_reply: bytes, dead
     calls = [0]
     gone: list[JobEnded] = []
 
-    def proxy(name: str) -> Callable:
-        def call(*args: object, **kwargs: object) -> object:
-            if gone:
-                raise gone[0]
-            if time.monotonic() > deadline:
-                raise Deadline("time limit exceeded")
-            calls[0] += 1
-            if calls[0] > max_calls:
-                raise RemoteError("call budget exceeded")
-            try:
-                request = wire.json.dumps({"n": name, "a": wire.encode(args), "k": wire.encode(kwargs)}).encode()
-            except (TypeError, ValueError, RecursionError) as exc:
-                raise TypeError(f"argument is not plain data: {exc}") from None
-            try:
-                reply = wire.decode(send(request))
-            except (ValueError, RecursionError, TypeError):
-                raise RemoteError("malformed reply") from None
-            if isinstance(reply, dict) and "v" in reply and len(reply) == 1:
+    def remote(name: str, args: tuple, kwargs: dict, obj: int | None = None) -> object:
+        if gone:
+            raise gone[0]
+        if time.monotonic() > deadline:
+            raise Deadline("time limit exceeded")
+        calls[0] += 1
+        if calls[0] > max_calls:
+            raise RemoteError("call budget exceeded")
+        try:
+            req = {"n": name, "a": wire.encode(args), "k": wire.encode(kwargs)}
+            if obj is not None:
+                req["o"] = obj
+            request = wire.json.dumps(req).encode()
+        except (TypeError, ValueError, RecursionError) as exc:
+            raise TypeError(f"argument is not plain data: {exc}") from None
+        try:
+            reply = wire.decode(send(request))
+        except (ValueError, RecursionError, TypeError):
+            raise RemoteError("malformed reply") from None
+        if isinstance(reply, dict) and len(reply) == 1:
+            if "v" in reply:
                 return reply["v"]
-            if isinstance(reply, dict) and "x" in reply and len(reply) == 1:
+            if "h" in reply and type(reply["h"]) is int:
+                return RemoteObject(remote, reply["h"])
+            if "x" in reply:
                 kind, msg = _pair(reply["x"])
                 raise _MAPPED.get(kind, RemoteError)(f"{kind}: {msg}")
-            gone.append(JobEnded(*_ended(reply)))
-            raise gone[0]
+        gone.append(JobEnded(*_ended(reply)))
+        raise gone[0]
+
+    def proxy(name: str) -> Callable:
+        def call(*args: object, **kwargs: object) -> object:
+            return remote(name, args, kwargs)
 
         call.__name__ = name
         return call

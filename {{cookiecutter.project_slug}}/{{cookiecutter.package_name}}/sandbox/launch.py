@@ -9,9 +9,11 @@ import sysconfig
 
 from .types import INSTALL_HINT, SAFE, SandboxConfig, SandboxUnavailable
 
-WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "worker.py")
+HERE = os.path.dirname(os.path.abspath(__file__))
+WORKER = os.path.join(HERE, "worker.py")
 PY_MOUNT = "/sbx/py"  # where the interpreter's prefix appears inside the sandbox
-WORKER_MOUNT = "/sbx/worker.py"
+LIB_MOUNT = "/sbx/lib"  # this directory (worker.py and wire.py), read-only
+WORKER_MOUNT = LIB_MOUNT + "/worker.py"
 UID_BASE = 1_900_000_000  # workers of a root trainer run as UID_BASE + n: unprivileged uids owned by nobody else
 
 
@@ -56,7 +58,7 @@ def bwrap_argv(bwrap: str, cfg: SandboxConfig, uid: int | None) -> list[str]:
     return [
         bwrap,
         *binds,
-        "--ro-bind", WORKER, WORKER_MOUNT,
+        "--ro-bind", HERE, LIB_MOUNT,
         "--proc", "/proc",
         "--dev", "/dev", "--remount-ro", "/dev",
         "--size", str(cfg.tmp_mb << 20), "--perms", "1777", "--tmpfs", "/tmp",
@@ -91,13 +93,19 @@ def unavailable_message(reason: str) -> str:
 
 def launchers(cfg: SandboxConfig, index: int) -> list[tuple[list[str], str]]:
     """Candidate (argv, mode) pairs for worker ``index``, best first."""
+    uid = UID_BASE + (os.getpid() % 100_000) * 16 + index % 16
     if cfg.isolation != SAFE:
-        drop = os.geteuid() == 0 and _others_can_read(os.path.dirname(os.__file__))
-        return [(unsafe_argv(65534 if drop else None), "unsafe-rlimit-only")]
+        if os.geteuid() != 0:
+            return [(unsafe_argv(None), "unsafe-rlimit-only")]
+        if not _others_can_read(os.path.dirname(os.__file__)):
+            raise SandboxUnavailable(
+                "code sandbox: unsafe-rlimit-only as root runs model code as an unprivileged uid, which cannot read "
+                f"this Python ({os.path.dirname(os.__file__)}); use bubblewrap (`{INSTALL_HINT}`)"
+            )
+        return [(unsafe_argv(uid), "unsafe-rlimit-only")]  # the child drops to this worker's own uid
     bwrap = find_bwrap(cfg)
     out = []
     if os.geteuid() == 0:
-        uid = UID_BASE + (os.getpid() % 100_000) * 16 + index % 16
         out.append((bwrap_argv(bwrap, cfg, uid), "bwrap"))
     out.append((bwrap_argv(bwrap, cfg, None), "bwrap-userns"))
     return out

@@ -11,8 +11,7 @@ import threading
 import time
 from typing import Any
 
-from . import launch
-from . import worker as wire
+from . import launch, wire
 from .harness import run_tests
 from .types import Job, Result, SandboxConfig, SandboxUnavailable, TestResult
 
@@ -68,11 +67,10 @@ class _Worker:
             raise WorkerLost(f"worker pipe: {exc}") from None
         return self._read(deadline)
 
-    def finish(self) -> None:
-        try:
-            os.write(self._in, struct.pack("!I", 8) + b'"finish"')
-        except OSError as exc:
-            raise WorkerLost(f"worker pipe: {exc}") from None
+    def finish(self, deadline: float) -> None:
+        """End the job; returns once the worker has killed its processes and removed its files."""
+        if self.exchange(b'"finish"', deadline) != b'"clean"':
+            raise WorkerLost("worker did not clean up after the job")
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -173,7 +171,10 @@ class Sandbox:
         spec = wire.json.dumps({"code": job.code, "limits": limits}).encode()
         first = w.exchange(spec, hard)
         tests, error = run_tests(job, lambda req: w.exchange(req, hard), first, deadline, self.config.max_calls)
-        w.finish()
+        try:
+            w.finish(time.monotonic() + _GRACE_S)
+        except WorkerLost:
+            self._drop(i)  # the verdicts stand (decided here); the worker is replaced
         return Result(tests=tests, error=error, elapsed_s=time.monotonic() - start, isolation=self.mode)
 
     def run_batch(self, jobs: list[Job]) -> list[Result]:

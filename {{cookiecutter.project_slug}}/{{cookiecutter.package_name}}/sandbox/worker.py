@@ -1,10 +1,11 @@
-"""The sandbox worker: the only program that ever runs model-written code. Standard library only; no imports from
-the package (it is started by path as ``python -I -S worker.py MODE UID``, inside bubblewrap in the safe mode).
+"""The sandbox worker: the only program that ever runs model-written code. Standard library only; no relative imports
+(it is started by path as ``python -I -S worker.py MODE UID``, inside bubblewrap in the safe mode).
 
 Per job it forks a child that loads the solution and then serves calls to the solution's functions: it reads
 ``{"n": name, "a": args, "k": kwargs}`` frames and answers ``{"v": value}`` or ``{"x": [type, message]}``, values
-encoded as plain data (see ``encode``). The worker relays frames between the trusted side (its stdin/stdout) and
-the child, never interprets a verdict, enforces the job's wall-clock, memory and process budget, and after the job
+encoded as plain data (see ``wire``); an object that is not plain data stays in the child and is answered
+as ``{"h": index}``, whose methods the trusted side may call in turn. The worker relays frames between the
+trusted side (its stdin/stdout) and the child, never interprets a verdict, enforces the job's wall-clock, memory and process budget, and after the job
 kills every process the job left and empties every writable directory.
 """
 
@@ -20,79 +21,11 @@ import struct
 import sys
 import time
 
-NOBODY = 65534
-MAX_FRAME = 16 << 20
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # its sibling wire.py (started by path, with -I)
+from wire import decode, encode, frame, read_payload, write_all  # noqa: E402
+
 TICK_S = 0.02  # watchdog period while a job has more than one process
 WRITABLE = ("/tmp", "/dev/shm")
-
-
-# ------------------------------------------------------------------------------------------------ framing
-
-
-def frame(obj: object) -> bytes:
-    data = json.dumps(obj, separators=(",", ":")).encode()
-    return struct.pack("!I", len(data)) + data
-
-
-def write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
-
-
-def read_exact(fd: int, n: int) -> bytes:
-    buf = bytearray()
-    while len(buf) < n:
-        chunk = os.read(fd, n - len(buf))
-        if not chunk:
-            raise EOFError
-        buf += chunk
-    return bytes(buf)
-
-
-def read_payload(fd: int) -> bytes:
-    (size,) = struct.unpack("!I", read_exact(fd, 4))
-    if size > MAX_FRAME:
-        raise ValueError("oversized frame")
-    return read_exact(fd, size)
-
-
-# ------------------------------------------------------------------------------------------------ plain data
-
-
-def encode(v: object, depth: int = 0) -> object:
-    """Plain data as JSON: lists as arrays, tuples/sets/frozensets/dicts as one-key tagged objects."""
-    if depth > 100:
-        raise ValueError("value nested too deeply")
-    t = type(v)
-    if v is None or t is bool or t is int or t is float or t is str:
-        return v
-    if t is list:
-        return [encode(x, depth + 1) for x in v]
-    if t is tuple:
-        return {"t": [encode(x, depth + 1) for x in v]}
-    if t is dict:
-        return {"d": [[encode(k, depth + 1), encode(x, depth + 1)] for k, x in v.items()]}
-    if t is set or t is frozenset:
-        return {"s" if t is set else "f": [encode(x, depth + 1) for x in v]}
-    raise TypeError(f"{t.__name__} is not plain data")
-
-
-def _tagged(pairs: list) -> object:
-    if len(pairs) != 1 or pairs[0][0] not in ("t", "d", "s", "f") or type(pairs[0][1]) is not list:
-        return dict(pairs)  # a message envelope (an encoded dict is always tagged "d")
-    tag, items = pairs[0]
-    if tag == "t":
-        return tuple(items)
-    if tag == "d":
-        return {k: v for k, v in items}
-    if tag == "s":
-        return set(items)
-    return frozenset(items)
-
-
-def decode(payload: bytes | str) -> object:
-    return json.loads(payload, object_pairs_hook=_tagged)
 
 
 # ------------------------------------------------------------------------------------------------ child
@@ -123,15 +56,28 @@ def child_main(code: str, rfd: int, wfd: int) -> None:
         os._exit(0)
     names = [k for k, v in list(ns.items()) if isinstance(k, str) and not k.startswith("__") and callable(v)]
     send({"names": names[:256]})
+    handles: list = []  # objects returned by the solution that are not plain data, referred to by index
     while True:
         try:
             req = decode(read_payload(rfd))
         except BaseException:
             os._exit(0)
         try:
-            fn = ns[req["n"]]
+            name = req["n"]
+            if "o" in req:  # a method of a returned object (no dunders: the trusted side calls methods only)
+                if name.startswith("__"):
+                    raise AttributeError(name)
+                fn = getattr(handles[req["o"]], name)
+            else:
+                fn = ns[name]
             value = fn(*req["a"], **req["k"])
-            reply = {"v": encode(value)}
+            try:
+                reply = {"v": encode(value)}
+            except (TypeError, ValueError, RecursionError):
+                if len(handles) >= 10_000:
+                    raise
+                handles.append(value)
+                reply = {"h": len(handles) - 1}
         except BaseException as exc:
             reply = {"x": describe(exc)}
         send(reply)
@@ -446,6 +392,7 @@ def main() -> None:
         job.close()
         if mode == "bwrap" and any(os.listdir(top) for top in WRITABLE if os.path.isdir(top)):
             os._exit(3)  # could not empty the scratch space: a fresh worker gets a fresh one
+        write_all(proto_out, frame("clean"))  # every process of the job is gone and its files removed
 
 
 if __name__ == "__main__":
