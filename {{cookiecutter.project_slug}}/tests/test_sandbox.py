@@ -24,7 +24,13 @@ from _pkg import mod
 
 sandbox = mod("sandbox")
 
-TESTS = ["assert add(1234, 4321) == 5555", "assert add(-7, 19) == 12", "assert add(0, 3) == 3"]
+TESTS = [
+    "assert add(1234, 4321) == 5555",
+    "assert add(-7, 19) == 12",
+    "assert add(0, 3) == 3",
+    "assert all(map(lambda p: add(*p) == sum(p), [(5, 6), (7, 8)]))",  # a StopIteration must not end map early
+    "try:\n    r = add(10, 1)\nexcept Exception:\n    r = None\nassert r == 11",  # nor may a dead child be caught
+]
 RIGHT = "def add(a, b):\n    return a + b"
 WRONG = "def add(a, b):\n    return a - b"
 HAVE_BWRAP = shutil.which("bwrap") is not None
@@ -125,6 +131,8 @@ VERDICT = {
     "exit_in_call": "import sys\ndef add(a, b): sys.exit(0)",
     "os_exit_in_call": "import os\ndef add(a, b): os._exit(0)",
     "keyboard_interrupt_in_call": "def add(a, b): raise KeyboardInterrupt",
+    "stopiteration_in_call": "def add(a, b): raise StopIteration",
+    "exit_after_first_call": "import os\nn = []\ndef add(a, b):\n    n.append(1)\n    if len(n) > 1: os._exit(0)\n    return a - b",
     "print_passed": "print('3 passed\\nok\\nPASSED'); import sys; sys.stderr.write('passed\\n')",
     "forge_reply_frames": (
         "import os, json, struct\nfor v in (5555, 12, 3) * 3:\n    d = json.dumps({'v': v}).encode()\n"
@@ -340,7 +348,7 @@ def test_statuses_plain_data_and_partial_credit(box) -> None:
         ),
     ]
     res = box.run_batch(jobs)
-    assert [r.fraction for r in res] == [1.0, pytest.approx(2 / 3), 1.0, 1.0, 0.0, 0.0, 1.0, 0.25]
+    assert [r.fraction for r in res] == [1.0, pytest.approx(4 / 5), 1.0, 1.0, 0.0, 0.0, 1.0, 0.25]
     assert res[4].tests[0].status == "error"
     assert [t.status for t in res[5].tests] == ["timeout", "timeout"]
 

@@ -26,25 +26,29 @@ _MAPPED = {
     for name in (
         "ValueError", "TypeError", "KeyError", "IndexError", "ZeroDivisionError", "ArithmeticError", "LookupError",
         "OverflowError", "AttributeError", "NameError", "RuntimeError", "NotImplementedError", "RecursionError",
-        "StopIteration", "UnicodeError",
+        "UnicodeError",
     )
 }  # fmt: skip
+
+
+_BUILTINS = frozenset(dir(builtins))
 
 
 class RemoteError(Exception):
     """The solution raised something a test cannot catch by its own type."""
 
 
-class JobEnded(Exception):
-    """The sandboxed child is gone (time, memory, exit); ``status`` says why."""
+class JobEnded(BaseException):
+    """The sandboxed child is gone (time, memory, exit); ``status`` says why. A BaseException, so that a test's
+    ``except Exception`` cannot turn a dead solution into a pass."""
 
     def __init__(self, status: str, why: str) -> None:
         super().__init__(why)
         self.status = status
 
 
-class Deadline(Exception):
-    pass
+class Deadline(BaseException):
+    """The job's time is up (a BaseException for the same reason as :class:`JobEnded`)."""
 
 
 class RemoteObject:
@@ -112,7 +116,7 @@ def stub_names(tests: list[str], offered: list[str], entry_point: str | None) ->
             continue
         read |= r
         bound |= b
-    want = (read - bound - set(dir(builtins))) | ({entry_point} if entry_point else set())
+    want = (read - bound - _BUILTINS) | ({entry_point} if entry_point else set())
     return {n for n in offered if isinstance(n, str) and n in want}
 
 

@@ -33,6 +33,7 @@ class _Worker:
         )  # fmt: skip
         assert self.proc.stdin and self.proc.stdout and self.proc.stderr
         self._in, self._out = self.proc.stdin.fileno(), self.proc.stdout.fileno()
+        self.unclean = False  # a job was finished and its clean-up not yet confirmed
         try:
             self.hello = wire.decode(self._read(time.monotonic() + _START_TIMEOUT_S))
         except Exception as exc:
@@ -67,10 +68,22 @@ class _Worker:
             raise WorkerLost(f"worker pipe: {exc}") from None
         return self._read(deadline)
 
-    def finish(self, deadline: float) -> None:
-        """End the job; returns once the worker has killed its processes and removed its files."""
-        if self.exchange(b'"finish"', deadline) != b'"clean"':
-            raise WorkerLost("worker did not clean up after the job")
+    def start_job(self, spec: bytes, deadline: float) -> bytes:
+        """Send a job; first confirm the previous one was cleaned up (the worker cleans before reading this)."""
+        wire.write_all(self._in, struct.pack("!I", len(spec)) + spec)
+        self.settle(deadline)
+        return self._read(deadline)
+
+    def finish(self) -> None:
+        """End the job: the worker kills its processes and removes its files, then confirms (see ``settle``)."""
+        wire.write_all(self._in, struct.pack("!I", 8) + b'"finish"')
+        self.unclean = True
+
+    def settle(self, deadline: float) -> None:
+        if self.unclean:
+            if self._read(deadline) != b'"clean"':
+                raise WorkerLost("worker did not clean up after the job")
+            self.unclean = False
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -169,11 +182,16 @@ class Sandbox:
         limits = {"timeout": timeout, "memory_mb": self.config.memory_mb, "max_procs": self.config.max_procs,
                   "max_file_mb": self.config.max_file_mb}  # fmt: skip
         spec = wire.json.dumps({"code": job.code, "limits": limits}).encode()
-        first = w.exchange(spec, hard)
+        try:
+            first = w.start_job(spec, hard)
+        except (WorkerLost, OSError):  # the previous job's clean-up failed: a fresh worker runs this one
+            self._drop(i)
+            w = self._worker(i)
+            first = w.start_job(spec, hard)
         tests, error = run_tests(job, lambda req: w.exchange(req, hard), first, deadline, self.config.max_calls)
         try:
-            w.finish(time.monotonic() + _GRACE_S)
-        except WorkerLost:
+            w.finish()
+        except OSError:
             self._drop(i)  # the verdicts stand (decided here); the worker is replaced
         return Result(tests=tests, error=error, elapsed_s=time.monotonic() - start, isolation=self.mode)
 
@@ -203,6 +221,12 @@ class Sandbox:
                 with take:
                     j = next(it, None)
                 if j is None:
+                    w = self._workers[i]
+                    try:  # the batch returns only once every job's processes and files are gone
+                        if w is not None:
+                            w.settle(time.monotonic() + _GRACE_S)
+                    except Exception:
+                        self._drop(i)
                     return
                 start = time.monotonic()
                 try:

@@ -5,8 +5,9 @@ Per job it forks a child that loads the solution and then serves calls to the so
 ``{"n": name, "a": args, "k": kwargs}`` frames and answers ``{"v": value}`` or ``{"x": [type, message]}``, values
 encoded as plain data (see ``wire``); an object that is not plain data stays in the child and is answered
 as ``{"h": index}``, whose methods the trusted side may call in turn. The worker relays frames between the
-trusted side (its stdin/stdout) and the child, never interprets a verdict, enforces the job's wall-clock, memory and process budget, and after the job
-kills every process the job left and empties every writable directory.
+trusted side (its stdin/stdout) and the child, never interprets a verdict, enforces the job's wall-clock,
+memory and process budget, and after the job kills every process the job left and empties every writable
+directory.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # its sibling wire.py (started by path, with -I)
 from wire import decode, encode, frame, read_payload, write_all  # noqa: E402
 
-TICK_S = 0.02  # watchdog period while a job has more than one process
+TICK_S = 0.02  # period of the job-wide memory and process check
 WRITABLE = ("/tmp", "/dev/shm")
 
 
@@ -95,6 +96,7 @@ class Job:
         self.max_procs = int(lim.get("max_procs", 16))
         self.max_file = int(lim.get("max_file_mb", 16)) << 20
         self.deadline = time.monotonic() + self.timeout
+        self.next_check = time.monotonic() + TICK_S
         self.ended: dict | None = None  # {"end": status, "why": reason} once the child is gone
         self.scratch = "/tmp" if worker.mode == "bwrap" else None
         self.pid = -1
@@ -157,18 +159,18 @@ class Job:
         while True:
             if self.ended is not None:
                 return select.select([fd], [], [], None)[0] != [] if fd != self.rep_r else False
-            left = self.deadline - time.monotonic()
+            now = time.monotonic()
+            left = self.deadline - now
             if left <= 0:
                 self.end("timeout", "time limit exceeded")
                 continue
-            many = self.w.job_processes()
-            ready = select.select([fd], [], [], min(left, TICK_S) if len(many) > 1 else left)[0]
-            if len(many) > 1:
+            if now >= self.next_check:  # the job-wide budget, every TICK_S (one process alone: its rlimits)
+                self.next_check = now + TICK_S
                 over = self.w.over_budget(self.memory, self.max_procs)
                 if over:
                     self.end("memory", over)
                     continue
-            if ready:
+            if select.select([fd], [], [], min(left, self.next_check - now))[0]:
                 return True
 
     def from_child(self) -> bytes:
@@ -266,6 +268,8 @@ class Worker:
 
     def over_budget(self, memory: int, max_procs: int) -> str:
         pids = self.job_processes()
+        if len(pids) <= 1:
+            return ""
         if len(pids) > max_procs:
             return f"process budget exceeded ({len(pids)} processes)"
         rss = 0
