@@ -248,7 +248,11 @@ def test_hostile_battery(box) -> None:
             [sandbox.Job("import os\ndef probe(): return os.listdir('/tmp')", ["assert probe() == []"])]
         )
         assert probe.fraction == 1.0, probe
-    else:
+    else:  # job directories live in one directory per worker, empty between jobs and removed with the worker
+        roots = [w.scratch_root for w in box._workers if w is not None]
+        assert roots and all(os.listdir(r) == [] for r in roots)
+        box.close()
+        assert [r for r in roots if os.path.exists(r)] == []
         assert {n for n in set(os.listdir(tempfile.gettempdir())) - before if n.startswith("sbx-")} == set()
 
 

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import os
 import select
+import shutil
 import signal
 import struct
 import subprocess
+import tempfile
 import threading
 import time
 from typing import Any
@@ -27,6 +29,11 @@ class _Worker:
     """Parent-side handle of one worker process."""
 
     def __init__(self, argv: list[str]) -> None:
+        self.scratch_root: str | None = None
+        if "unsafe" in argv[-3:]:  # job directories live in one directory per worker, removed with the worker
+            self.scratch_root = tempfile.mkdtemp(prefix="sbx-")
+            os.chmod(self.scratch_root, 0o711)
+            argv = [*argv, self.scratch_root]
         self.proc = subprocess.Popen(
             argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=launch.clean_env(),
             cwd="/", start_new_session=True, close_fds=True,
@@ -103,6 +110,8 @@ class _Worker:
             self.proc.wait(timeout=5)
         except Exception:
             pass
+        if self.scratch_root:
+            shutil.rmtree(self.scratch_root, ignore_errors=True)
 
 
 class Sandbox:

@@ -106,7 +106,7 @@ class Job:
         if self.scratch is None:
             import tempfile
 
-            self.scratch = tempfile.mkdtemp(prefix="sbx-")
+            self.scratch = tempfile.mkdtemp(prefix="job-", dir=self.w.scratch_root)
             if self.w.child_uid is not None:
                 os.chown(self.scratch, self.w.child_uid, self.w.child_uid)
         req_r, self.req_w = os.pipe()
@@ -247,8 +247,9 @@ def wipe(top: str) -> None:
 
 
 class Worker:
-    def __init__(self, mode: str, uid: int) -> None:
+    def __init__(self, mode: str, uid: int, scratch_root: str | None = None) -> None:
         self.mode = mode
+        self.scratch_root = scratch_root  # unsafe mode: the trainer's directory for this worker's job directories
         self.me = os.getpid()
         self.child_uid: int | None = None
         if uid >= 0:
@@ -370,7 +371,7 @@ def main() -> None:
     os.dup2(null, 0)
     os.dup2(null, 1)
     _prctl(36, 1)  # PR_SET_CHILD_SUBREAPER: orphans of a job come back to us, so they can be killed
-    w = Worker(mode, uid)
+    w = Worker(mode, uid, sys.argv[3] if len(sys.argv) > 3 else None)
     _prctl(4, 0)  # PR_SET_DUMPABLE 0 (after any setuid): job processes cannot open /proc/<worker>/fd or ptrace us
     hello = {"mode": mode, "pidns": w.pidns, "uid": os.getuid(), "child_uid": w.child_uid, "pid": os.getpid()}
     write_all(proto_out, frame(hello))
