@@ -12,7 +12,9 @@ What it guarantees
 * **No unsafe fallback.** ``isolation: bwrap`` (``auto``/``required`` mean the same) refuses with one line naming
   ``apt-get install bubblewrap`` when bubblewrap cannot start. Running without isolation needs the explicit
   setting ``isolation: unsafe-rlimit-only`` (rlimits only; as root the job runs as a per-worker uid, so the
-  interpreter must be readable by other users, else it refuses too). That mode does not protect the host.
+  interpreter must be readable by other users, else it refuses too). That mode does not protect the host, and
+  run by a normal user the job shares the trainer's uid: it could then write into the trainer's pipes through
+  ``/proc/<trainer>/fd``, so even verdicts are only as safe as the code is trusted.
 * **With bubblewrap**, each worker sees a minimal root: read-only ``/usr`` (and ``/lib*``, ``/bin``), the
   interpreter's prefix read-only at ``/sbx/py`` (when it is not under ``/usr``), this package's directory at
   ``/sbx/lib``, a fresh ``/proc`` and a read-only ``/dev``; no ``/etc``, ``/root``, ``/home``, project, venv or
