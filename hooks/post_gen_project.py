@@ -31,7 +31,13 @@ TASK_FILES = {
     "code": [
         "{pkg}/task_code.py",
         "{pkg}/rewards/code_task.py",
-        "{pkg}/sandbox.py",
+        "{pkg}/sandbox/__init__.py",
+        "{pkg}/sandbox/harness.py",
+        "{pkg}/sandbox/launch.py",
+        "{pkg}/sandbox/pool.py",
+        "{pkg}/sandbox/types.py",
+        "{pkg}/sandbox/wire.py",
+        "{pkg}/sandbox/worker.py",
         "data/code_sample.jsonl",
         "docs/smoke_code.png",
         "tests/test_rewards_code.py",
@@ -64,6 +70,9 @@ def unused_files(context: dict) -> list[str]:
 def remove_unused(root: Path, context: dict) -> None:
     for relative in unused_files(context):
         (root / relative).unlink(missing_ok=True)
+        parent = (root / relative).parent
+        if parent != root and parent.is_dir() and not any(parent.iterdir()):
+            parent.rmdir()  # a task's own package directory, now empty
 
 
 def training_python(root: Path) -> str | None:

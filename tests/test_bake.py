@@ -34,8 +34,10 @@ COMMON_FILES = {
 TASK_FILES = {  # written out here, not taken from the hook, so a hook that removes the wrong file fails
     "math": {"{pkg}/task_math.py", "{pkg}/rewards/math_task.py", "data/math_sample.jsonl", "docs/smoke_math.png",
              "tests/test_rewards_math.py", "benchmarks/bench_math_reward.py"},
-    "code": {"{pkg}/task_code.py", "{pkg}/rewards/code_task.py", "{pkg}/sandbox.py", "data/code_sample.jsonl", "docs/smoke_code.png",
-             "tests/test_rewards_code.py", "tests/test_sandbox.py", "benchmarks/bench_sandbox.py"},
+    "code": {"{pkg}/task_code.py", "{pkg}/rewards/code_task.py", "data/code_sample.jsonl", "docs/smoke_code.png",
+             "tests/test_rewards_code.py", "tests/test_sandbox.py", "benchmarks/bench_sandbox.py",
+             *(f"{{pkg}}/sandbox/{name}.py" for name in ("__init__", "harness", "launch", "pool", "types", "wire",
+                                                         "worker"))},
     "json": {"{pkg}/task_json.py", "{pkg}/rewards/json_task.py", "data/json_sample.jsonl", "docs/smoke_json.png",
              "tests/test_rewards_json.py", "tests/test_json_generator.py", "benchmarks/bench_json_reward.py"},
 }

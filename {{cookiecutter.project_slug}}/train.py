@@ -24,7 +24,7 @@ from transformers.trainer_utils import get_last_checkpoint
 from trl import GRPOConfig, GRPOTrainer, ModelConfig, ScriptArguments, TrlParser
 
 from {{ cookiecutter.package_name }} import data, distributed, memory, model, priming,{% if cookiecutter.task == "code" %} sandbox,{% endif %} tiny
-from {{ cookiecutter.package_name }}.rewards import REWARD_FUNCS, common
+from {{ cookiecutter.package_name }}.rewards import REWARD_FUNCS, common{% if cookiecutter.task == "code" %}, code_task{% endif %}
 
 DEFAULT_CONFIG = "configs/{{ cookiecutter.gpu }}.yaml"
 
@@ -53,10 +53,10 @@ class GRPOScriptArguments(ScriptArguments):
 {%- if cookiecutter.task == "code" %}
     sandbox_isolation: str = field(
         default="auto",
-        metadata={"help": "Code sandbox: auto (bubblewrap if available), required (refuse without it) or off."},
+        metadata={"help": "Code sandbox: auto/required/bwrap (refuse without bubblewrap) or unsafe-rlimit-only."},
     )
     sandbox_timeout_s: float = field(default=3.0, metadata={"help": "Wall-clock limit per execution."})
-    sandbox_memory_mb: int = field(default=512, metadata={"help": "Address-space limit per execution."})
+    sandbox_memory_mb: int = field(default=512, metadata={"help": "Memory budget per execution (all processes)."})
 {%- endif %}
 
 
@@ -111,13 +111,13 @@ def main(script_args: GRPOScriptArguments, training_args: GRPOConfig, model_args
         model_args.model_name_or_path = primed
     common.configure_length(training_args.max_completion_length)
 {%- if cookiecutter.task == "code" %}
-    sandbox.configure(
+    box = code_task.use_sandbox_config(sandbox.SandboxConfig(
         isolation=script_args.sandbox_isolation,
         timeout_s=script_args.sandbox_timeout_s,
         memory_mb=script_args.sandbox_memory_mb,
-    )
-    # Start the workers now: with isolation "required" and no bubblewrap this refuses before training starts.
-    print(f"code sandbox: {sandbox.isolation_mode()} isolation", file=sys.stderr)
+    ))
+    # Start the workers now: without bubblewrap (and no explicit unsafe mode) this refuses before training starts.
+    print(f"code sandbox: {box.start()} isolation", file=sys.stderr)
 {%- endif %}
 
     if int(os.environ.get("RANK", "0")) == 0:  # the estimator's verdict for this GPU, before any weight is loaded

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-import warnings
+import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -21,13 +22,20 @@ def wrap(code: str, fence: str = "python") -> str:
     return f"<reasoning>\nAdd the numbers.\n</reasoning>\n<answer>\n```{fence}\n{code}\n```\n</answer>"
 
 
+def _isolation() -> str:
+    """bubblewrap where it runs (CI requires it); else, explicitly, the unsafe mode (these programs are benign)."""
+    if shutil.which("bwrap") or os.environ.get("GRPO_REQUIRE_BWRAP") == "1":
+        return "bwrap"
+    return "unsafe-rlimit-only"
+
+
 @pytest.fixture(autouse=True, scope="module")
 def _sandbox():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        sandbox.configure(isolation="auto", timeout_s=1.5, memory_mb=256, workers=2)
-        yield
-    sandbox.shutdown()
+    box = code_task.use_sandbox_config(
+        sandbox.SandboxConfig(isolation=_isolation(), timeout_s=1.5, memory_mb=256, workers=2)
+    )
+    yield box
+    box.close()
 
 
 def score(completions: list, tests: list | None = None, **kw) -> list[float | None]:
@@ -38,6 +46,30 @@ def score(completions: list, tests: list | None = None, **kw) -> list[float | No
 def test_registry_names() -> None:
     for name in ("correctness", "syntax"):
         assert rewards.REWARD_FUNCS[name].__name__ == name
+
+
+def test_factory_binds_its_own_sandbox(_sandbox) -> None:
+    reward = code_task.make_correctness(_sandbox)
+    assert reward.__name__ == "correctness"
+    right, wrong = wrap("def add(a, b):\n    return a + b"), wrap("def add(a, b):\n    return a - b")
+    assert reward(completions=[right, wrong], tests=[TESTS, TESTS]) == [1.0, pytest.approx(1 / 3)]
+
+
+def test_extraction_edge_fences() -> None:
+    code = "def add(a, b):\n    return a + b"
+    cases = [
+        wrap(code, fence="py3"),
+        wrap(code, fence="python3"),
+        "\ufeff" + wrap(code),  # a byte-order mark before the completion
+        wrap("\ufeff" + code),  # ... or before the code
+        f"<reasoning>x</reasoning>\n<answer>\n```python\n{code}\n",  # the last fence left open
+        f"Here it is:\n```py3\n{code}",  # open fence, no answer block
+    ]
+    for text in cases:
+        assert code_task.extract_code(text) == code, repr(text)
+    assert score(cases) == [1.0] * len(cases)
+    # An open fence does not swallow a closed block before it, and closed fences still end the code.
+    assert code_task.extract_code(f"```python\n{code}\n```\ntrailing words") == code
 
 
 def test_right_wrong_partial() -> None:
@@ -91,6 +123,8 @@ def test_hacks_get_nothing() -> None:
         wrap("raise SystemExit(0)"),
         wrap("def add(a, b):\n    import os\n    os._exit(0)"),
         wrap("while True:\n    pass"),
+        wrap("import builtins\nbuiltins.bool = lambda *a: True\ndef add(a, b):\n    return 99"),
+        wrap("class E:\n    def __eq__(self, o):\n        return True\ndef add(a, b):\n    return E()"),
     ]
     assert score(hacks) == [0.0] * len(hacks)
 

@@ -1,18 +1,22 @@
-"""The code sandbox against hostile programs, in bubblewrap mode and in the rlimit-only fallback.
+"""The code sandbox against hostile programs, in every mode the project allows.
 
-Each hostile program runs against a simple test it does not satisfy by running; it must earn no credit, leave the
-host intact and return within the time bound. The whole hostile battery runs as one batch per mode.
+Each hostile program defines a wrong ``add`` (or none) and tries to earn credit anyway, or to reach the host. Any
+credit is a hack. After each program, a wrong and a right solution on the same pool must score exactly 0 and 1;
+no process and no file may be left behind. Probes (``probe() == []`` passes iff nothing leaked) check the host's
+protection in bubblewrap mode; CI sets GRPO_REQUIRE_BWRAP=1, where bubblewrap's absence is a failure.
 """
 
+# ruff: noqa: E501  (the hostile programs are kept one statement per source line)
 from __future__ import annotations
 
 import os
 import shutil
+import signal
 import socket
 import sys
-import time
+import tempfile
+import threading
 import uuid
-import warnings
 from pathlib import Path
 
 import pytest
@@ -20,273 +24,382 @@ from _pkg import mod
 
 sandbox = mod("sandbox")
 
-TIMEOUT_S = 1.5
+TESTS = [
+    "assert add(1234, 4321) == 5555",
+    "assert add(-7, 19) == 12",
+    "assert add(0, 3) == 3",
+    "assert all(map(lambda p: add(*p) == sum(p), [(5, 6), (7, 8)]))",  # a StopIteration must not end map early
+    "try:\n    r = add(10, 1)\nexcept Exception:\n    r = None\nassert r == 11",  # nor may a dead child be caught
+]
+RIGHT = "def add(a, b):\n    return a + b"
+WRONG = "def add(a, b):\n    return a - b"
 HAVE_BWRAP = shutil.which("bwrap") is not None
+PROJECT = Path(__file__).resolve().parents[1]
 
 
-def _configure(mode: str, **extra: object) -> None:
-    isolation = "required" if mode == "bwrap" else "off"
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        sandbox.configure(isolation=isolation, timeout_s=TIMEOUT_S, memory_mb=256, workers=4, **extra)
-        assert sandbox.isolation_mode() == mode
-
-
-@pytest.fixture(params=["bwrap", "rlimit"])
-def mode(request: pytest.FixtureRequest):
-    if request.param == "bwrap" and not HAVE_BWRAP:
-        if os.environ.get("GRPO_REQUIRE_BWRAP") == "1":  # CI installs bubblewrap: its absence is a failure there
+def _need_bwrap() -> None:
+    if not HAVE_BWRAP:
+        if os.environ.get("GRPO_REQUIRE_BWRAP") == "1":
             pytest.fail("GRPO_REQUIRE_BWRAP=1 but bubblewrap is not installed")
         pytest.skip("bubblewrap not installed")
-    _configure(request.param)
-    yield request.param
-    sandbox.shutdown()
 
 
-def _procs_with(marker: str) -> list[int]:
-    found = []
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                with open(f"/proc/{name}/cmdline", "rb") as f:
-                    if marker.encode() in f.read():
-                        found.append(int(name))
-            except OSError:
-                pass
-    return found
+def _box(isolation: str, **kw: object):
+    cfg = {"isolation": isolation, "timeout_s": 1.5, "memory_mb": 256, "workers": 2, "max_procs": 8, **kw}
+    return sandbox.Sandbox(sandbox.SandboxConfig(**cfg))
 
 
-def _hostile(tmp_path: Path, port: int, secret_var: str, marker: str) -> dict[str, str]:
-    canary = tmp_path / "canary.txt"
-    leak = tmp_path / "leak.txt"
+def _unsafe_allowed() -> bool:
+    """Whether this machine allows the unsafe mode (as root it needs an interpreter other uids can read)."""
+    b = sandbox.Sandbox(sandbox.SandboxConfig(isolation="unsafe-rlimit-only", workers=1))
+    try:
+        b.start()
+        return True
+    except sandbox.SandboxUnavailable as exc:
+        assert os.geteuid() == 0 and "apt-get install bubblewrap" in str(exc)
+        return False
+    finally:
+        b.close()
+
+
+@pytest.fixture(params=["bwrap", "unsafe-rlimit-only"])
+def box(request: pytest.FixtureRequest):
+    if request.param == "bwrap":
+        _need_bwrap()
+    elif not _unsafe_allowed():  # asserted above: it refuses with the fix named, which is what this mode must do
+        pytest.skip("unsafe-rlimit-only is refused here (root, interpreter unreadable by other uids)")
+    b = _box(request.param)
+    b.start()
+    yield b
+    b.close()
+
+
+def _get_add(body: str) -> str:
+    return body + "\n" + WRONG if "def add" not in body else body
+
+
+# Programs that only attack the verdict (safe to run in every mode).
+VERDICT = {
+    "builtins_bool": "import builtins\nbuiltins.bool = lambda *a: True",
+    "builtins_type_and_always_equal": (
+        "import builtins\nclass E:\n    def __eq__(s, o): return True\n    __ne__ = lambda s, o: False\n"
+        "builtins.type = lambda *a: int\ndef add(a, b): return E()"
+    ),
+    "always_equal_object": "class E:\n    def __eq__(s, o): return True\ndef add(a, b): return E()",
+    "always_equal_int_subclass": "class I(int):\n    def __eq__(s, o): return True\ndef add(a, b): return I(0)",
+    "always_equal_str_subclass": "class S(str):\n    __eq__ = lambda s, o: True\ndef add(a, b): return S('x')",
+    "always_equal_list_subclass": "class L(list):\n    __eq__ = lambda s, o: True\ndef add(a, b): return L()",
+    "builtins_assertionerror": "import builtins\nbuiltins.AssertionError = type('X', (BaseException,), {})",
+    "globals_patch": "globals()['__builtins__'].__dict__['AssertionError'] = KeyError",
+    "sys_modules_main_patch": (
+        "import sys\nfor m in list(sys.modules.values()):\n    d = getattr(m, '__dict__', {})\n"
+        "    for k in list(d):\n        if 'eq' in k or 'report' in k or 'verdict' in k:\n"
+        "            try: d[k] = (lambda *a, **k: True)\n            except Exception: pass"
+    ),
+    "gc_patch": (
+        "import gc\nfor o in gc.get_objects():\n    if isinstance(o, dict):\n"
+        "        for k in list(o):\n            if k in ('status', 'passed', 'nonce', 'report'):\n"
+        "                try: o[k] = 'passed'\n                except Exception: pass"
+    ),
+    "frame_getframe_locals": (
+        "import sys\ndef add(a, b):\n    f = sys._getframe()\n    while f:\n"
+        "        f.f_locals.update(status='passed', expected=a - b)\n        f = f.f_back\n    return a - b"
+    ),
+    "inspect_stack_expected": (
+        "import inspect, re\ndef add(a, b):\n    for fr in inspect.stack():\n"
+        "        for v in fr.frame.f_locals.values():\n            if isinstance(v, str) and '==' in v:\n"
+        "                return int(re.findall(r'== *(-?\\d+)', v)[0])\n    return a - b"
+    ),
+    "traceback_frames": (
+        "import sys\ndef add(a, b):\n    try:\n        raise ValueError\n    except ValueError:\n"
+        "        f = sys.exc_info()[2].tb_frame\n    while f:\n        for k, v in f.f_globals.items():\n"
+        "            if isinstance(v, (list, tuple)) and any('assert' in str(x) for x in v): return v\n"
+        "        f = f.f_back\n    return a - b"
+    ),
+    "read_test_source": (
+        "import sys, re\ndef add(a, b):\n    f = sys._getframe(1)\n    while f:\n"
+        "        src = str(f.f_code.co_consts) + str(f.f_locals)\n        m = re.search(r'add\\((-?\\d+), (-?\\d+)\\) == (-?\\d+)', src)\n"
+        "        if m: return int(m.group(3))\n        f = f.f_back\n    return a - b"
+    ),
+    "settrace_flip": (
+        "import sys\ndef t(frame, event, arg):\n    frame.f_locals['status'] = 'passed'\n    return t\n"
+        "sys.settrace(t)\nsys.setprofile(t)"
+    ),
+    "sys_exit_0": "import sys\nsys.exit(0)",
+    "os_exit_0": "import os\nos._exit(0)",
+    "raise_systemexit": "raise SystemExit(0)",
+    "exit_in_call": "import sys\ndef add(a, b): sys.exit(0)",
+    "os_exit_in_call": "import os\ndef add(a, b): os._exit(0)",
+    "keyboard_interrupt_in_call": "def add(a, b): raise KeyboardInterrupt",
+    "stopiteration_in_call": "def add(a, b): raise StopIteration",
+    "exit_after_first_call": "import os\nn = []\ndef add(a, b):\n    n.append(1)\n    if len(n) > 1: os._exit(0)\n    return a - b",
+    "print_passed": "print('3 passed\\nok\\nPASSED'); import sys; sys.stderr.write('passed\\n')",
+    "forge_reply_frames": (
+        "import os, json, struct\nfor v in (5555, 12, 3) * 3:\n    d = json.dumps({'v': v}).encode()\n"
+        "    try: os.write(4, struct.pack('!I', len(d)) + d)\n    except OSError: pass"
+    ),
+    "forge_proc_fds": (
+        "import os, json, struct\nd = json.dumps({'v': 5555}).encode()\nd = struct.pack('!I', len(d)) + d\n"
+        "for p in os.listdir('/proc'):\n    if p.isdigit():\n        try: fds = os.listdir(f'/proc/{p}/fd')\n"
+        "        except OSError: continue\n        for fd in fds:\n"
+        "            try:\n                with open(f'/proc/{p}/fd/{fd}', 'wb', buffering=0) as f: f.write(d * 4)\n"
+        "            except OSError: pass"
+    ),
+    "timing_sleep_in_call": "import time\ndef add(a, b):\n    time.sleep(30)\n    return a + b",
+    "infinite_loop_at_load": "while True: pass",
+    "infinite_loop_in_call": "def add(a, b):\n    while True: pass",
+    "fork_bomb": (
+        "import os\nfor _ in range(200):\n    try:\n        if os.fork() == 0:\n"
+        "            import time; time.sleep(60)\n    except OSError: pass"
+    ),
+    "fork_answering_child": ("import os, time\nif os.fork() == 0:\n    time.sleep(0.2)\n    os._exit(0)"),
+    "memory_bomb": "x = []\nwhile True: x.append(bytearray(50 << 20))",
+    "memory_bomb_forked_children": (
+        "import os, time\nfor _ in range(6):\n    try:\n        if os.fork() == 0:\n"
+        "            b = bytearray(200 << 20)\n            b[::4096] = b'x' * len(b[::4096])\n            time.sleep(30)\n"
+        "    except OSError: pass\ntime.sleep(0.5)"
+    ),
+    "thread_bomb": (
+        "import threading, time\nfor _ in range(100):\n    try: threading.Thread(target=time.sleep, args=(30,)).start()\n"
+        "    except Exception: pass"
+    ),
+    "raise_rlimits": "import resource\nfor r in range(16):\n    try: resource.setrlimit(r, (-1, -1))\n    except Exception: pass",
+    "deep_nested_return": "def add(a, b):\n    x = []\n    for _ in range(100000): x = [x]\n    return x",
+    "huge_return": "def add(a, b): return 'x' * (40 << 20)",
+    "non_plain_return": "def add(a, b): return (lambda: 5555)",
+    "generator_return": "def add(a, b): return (i for i in [a + b])",
+    "nan_return": "def add(a, b): return float('nan')",
+    "shadow_builtins_and_helpers": (
+        "def sorted(*a): return [5555]\ndef len(*a): return 3\ndef check(*a): return True\n"
+        "class AssertionError(Exception): pass\ndef isinstance(*a): return True"
+    ),
+    "signal_parent": "import os, signal\nfor p in (os.getppid(), 1, -1):\n    try: os.kill(p, signal.SIGKILL)\n    except OSError: pass",
+    "close_own_channel": "import os\nos.close(3)\nos.close(4)",
+    "ptrace_worker_mem": (
+        "import os\nfor p in os.listdir('/proc'):\n    if p.isdigit() and int(p) != os.getpid():\n"
+        "        try: open(f'/proc/{p}/mem', 'wb').write(b'x')\n        except OSError: pass"
+    ),
+    "fill_tmp": "try:\n    with open('/tmp/fill', 'wb') as f:\n        while True: f.write(b'x' * (1 << 20))\nexcept OSError: pass",
+    "unreadable_tmp_dir": "import os\nos.makedirs('/tmp/locked/inner', exist_ok=True)\nos.chmod('/tmp/locked/inner', 0)\nos.chmod('/tmp/locked', 0)",
+}
+
+
+def _host_programs(port: int, upath: str, abstract: str, canaries: list[str]) -> dict[str, str]:
+    writes = "\n".join(f"try: open({c!r}, 'w').write('x')\nexcept OSError: pass" for c in canaries)
     return {
-        "infinite_loop": "def f(x):\n    return x + 1\nwhile True:\n    pass",
-        "long_sleep": "import time\ndef f(x):\n    return x + 1\ntime.sleep(60)",
-        "loop_in_test": "def f(x):\n    while True:\n        pass",
-        "memory_bomb": "blocks = []\nwhile True:\n    blocks.append(bytearray(50 << 20))",
-        "memory_in_test": "def f(x):\n    return len(bytearray(8 << 30))",
-        "fork_bomb": (
-            "import os\n"
-            "for _ in range(60):\n"
-            "    try:\n"
-            "        if os.fork() == 0:\n"
-            f"            os.execv('/bin/sleep', ['sleep', '{marker}'])\n"
-            "    except OSError:\n"
-            "        pass\n"
-        ),
-        "output_flood": "import sys\nsys.stdout.write('x' * 50_000_000)\ndef f(x):\n    return x + 1",
-        "sys_exit": "import sys\ndef f(x):\n    return x + 1\nsys.exit(0)",
-        "os_exit": "import os\ndef f(x):\n    return x + 1\nos._exit(0)",
-        "raise_systemexit": "def f(x):\n    return x + 1\nraise SystemExit(0)",
-        "exit_in_test": "import os\ndef f(x):\n    print('0 passed')\n    os._exit(0)",
-        "fake_passed": (
-            "import os, sys\n"
-            "for i in range(3):\n"
-            "    print(f'{i} passed'); print('test passed', file=sys.stderr)\n"
-            "for fd in range(3, 64):\n"
-            "    try:\n"
-            "        os.write(fd, b'0 passed\\n1 passed\\ndone\\n' + b'0' * 32 + b' 0 passed\\n')\n"
-            "    except OSError:\n"
-            "        pass\n"
-            "os._exit(0)"
-        ),
-        "env_secret": (
-            "import os\n"
-            f"secret = os.environ.get({secret_var!r}, '')\n"
-            "print('secret=' + secret)\n"
-            f"open({str(leak)!r}, 'w').write(secret)\n"
-            "def f(x):\n    return secret"
-        ),
-        "canary": (
-            "import os\n"
-            f"try:\n    os.remove({str(canary)!r})\nexcept OSError:\n    pass\n"
-            f"open({str(canary)!r}, 'w').write('pwned')\n"
-            "def f(x):\n    return x + 1"
-        ),
-        "network": (
-            "import socket\n"
-            f"socket.create_connection(('127.0.0.1', {port}), timeout=1).sendall(b'hello')\n"
-            "def f(x):\n    return x + 1"
-        ),
-        "double_fork": (
-            "import os\n"
-            "if os.fork() == 0:\n"
-            "    os.setsid()\n"
-            "    if os.fork() == 0:\n"
-            f"        os.execv('/bin/sleep', ['sleep', '{marker}'])\n"
-            "    os._exit(0)\n"
-            "os.wait()\n"
-        ),
-        "kill_worker": "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\ndef f(x):\n    return x + 1",
+        "write_host_paths": writes,
+        "tcp_host": f"import socket\ntry: socket.create_connection(('127.0.0.1', {port}), timeout=0.5).send(b'hi')\nexcept OSError: pass",
+        "udp_host": f"import socket\ntry: socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'hi', ('127.0.0.1', {port}))\nexcept OSError: pass",
+        "unix_host": f"import socket\ns = socket.socket(socket.AF_UNIX)\ntry: s.connect({upath!r}); s.send(b'hi')\nexcept OSError: pass",
+        "abstract_unix_host": f"import socket\ns = socket.socket(socket.AF_UNIX)\ntry: s.connect({abstract!r}); s.send(b'hi')\nexcept OSError: pass",
+        "signal_trainer": f"import os, signal\ntry: os.kill({os.getpid()}, signal.SIGTERM)\nexcept OSError: pass",
     }
 
 
-def test_hostile_battery(mode: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    secret_var = f"SANDBOX_TEST_SECRET_{uuid.uuid4().hex[:8]}"
-    secret = uuid.uuid4().hex
-    monkeypatch.setenv(secret_var, secret)
-    marker = f"3600.{uuid.uuid4().int % 10**9:09d}"
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(8)
-    listener.setblocking(False)
-    port = listener.getsockname()[1]
-    canary = tmp_path / "canary.txt"
-    canary.write_text("intact")
-    tmp_path.chmod(0o700)
+def _check_health(b) -> None:
+    res = b.run_batch([sandbox.Job(WRONG, TESTS), sandbox.Job(RIGHT, TESTS)] * 2)  # on both workers
+    assert [r.fraction for r in res] == [0.0, 1.0, 0.0, 1.0], res
 
-    programs = _hostile(tmp_path, port, secret_var, marker)
-    if mode == "rlimit":
-        # Rlimit-only mode has no network or filesystem isolation (documented; as root it drops to nobody when
-        # nobody can read the interpreter, which is not the case everywhere).
-        programs.pop("network")
-        programs.pop("canary")
-    # The secret test passes only if f() returns the parent's secret; every other test needs f(1) == 2 to have run.
+
+def _left_behind(b) -> list[int]:
+    """Processes under the workers other than bubblewrap's init and the workers themselves."""
+    out = []
+    for w in b._workers:
+        if w is None:
+            continue
+        stack, kids = [w.proc.pid], []
+        while stack:
+            p = stack.pop()
+            try:
+                for tid in os.listdir(f"/proc/{p}/task"):
+                    with open(f"/proc/{p}/task/{tid}/children") as f:
+                        got = [int(k) for k in f.read().split()]
+                    kids += got
+                    stack += got
+            except OSError:
+                pass
+        allowed = 2 if b.mode.startswith("bwrap") else 0  # bwrap's pid 1 and the worker
+        out += kids[allowed:]
+    return out
+
+
+# The unsafe mode has no filesystem isolation by name: these would write into the host's /tmp. As a normal user
+# (not root, so no uid of its own) the job also shares the trainer's uid, and attacks on that uid's processes and
+# descriptors would hit the test runner itself.
+UNSAFE_SKIP = {"fill_tmp", "unreadable_tmp_dir"}
+SAME_UID_HARM = {"signal_parent", "forge_proc_fds", "ptrace_worker_mem"}
+
+
+def test_hostile_battery(box) -> None:
+    assert len(VERDICT) >= 40
+    before = set(os.listdir(tempfile.gettempdir()))
+    skip = set()
+    if box.mode == "unsafe-rlimit-only":
+        skip = UNSAFE_SKIP | (SAME_UID_HARM if os.geteuid() != 0 else set())
+    for name, code in VERDICT.items():
+        if name in skip:
+            continue
+        (res,) = box.run_batch([sandbox.Job(_get_add(code), TESTS)])
+        assert res.n_passed == 0, (name, res)
+        _check_health(box)
+        assert _left_behind(box) == [], name
+    if box.mode.startswith("bwrap"):
+        (probe,) = box.run_batch(
+            [sandbox.Job("import os\ndef probe(): return os.listdir('/tmp')", ["assert probe() == []"])]
+        )
+        assert probe.fraction == 1.0, probe
+    else:  # job directories live in one directory per worker, empty between jobs and removed with the worker
+        roots = [w.scratch_root for w in box._workers if w is not None]
+        assert roots and all(os.listdir(r) == [] for r in roots)
+        box.close()
+        assert [r for r in roots if os.path.exists(r)] == []
+        assert {n for n in set(os.listdir(tempfile.gettempdir())) - before if n.startswith("sbx-")} == set()
+
+
+def test_host_is_out_of_reach(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _need_bwrap()
+    secret = "SECRET_" + uuid.uuid4().hex
+    monkeypatch.setenv("HF_TOKEN", secret)
+    site = next(p for p in sys.path if p.endswith("site-packages"))
+    canaries = [os.path.join(site, f"zz_{uuid.uuid4().hex}.pth"), str(PROJECT / f"canary_{uuid.uuid4().hex}"),
+                f"/root/canary_{uuid.uuid4().hex}", str(tmp_path / "canary")]  # fmt: skip
+    got: list[bytes] = []
+    tcp = socket.socket()
+    tcp.bind(("127.0.0.1", 0))
+    tcp.listen()
+    tcp.settimeout(0.1)
+    port = tcp.getsockname()[1]
+    udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    udp.bind(("127.0.0.1", port))
+    udp.settimeout(0.1)
+    upath = str(tmp_path / "u.sock")
+    unix = socket.socket(socket.AF_UNIX)
+    unix.bind(upath)
+    unix.listen()
+    unix.settimeout(0.1)
+    abstract = "\0grpo-" + uuid.uuid4().hex
+    unix_abs = socket.socket(socket.AF_UNIX)
+    unix_abs.bind(abstract)
+    unix_abs.listen()
+    unix_abs.settimeout(0.1)
+    stop = threading.Event()
+
+    def listen() -> None:
+        while not stop.is_set():
+            for s in (tcp, unix, unix_abs):
+                try:
+                    got.append(s.accept()[0].recv(10))
+                except OSError:
+                    pass
+            try:
+                got.append(udp.recv(10))
+            except OSError:
+                pass
+
+    th = threading.Thread(target=listen, daemon=True)
+    th.start()
+    old = signal.signal(signal.SIGTERM, lambda *a: got.append(b"SIGTERM"))
+    b = _box("bwrap")
+    try:
+        for name, code in _host_programs(port, upath, abstract, canaries).items():
+            (res,) = b.run_batch([sandbox.Job(_get_add(code), TESTS)])
+            assert res.n_passed == 0, (name, res)
+            _check_health(b)
+        probes = {
+            "environ": f"import os\ndef probe():\n    found = []\n    for p in os.listdir('/proc'):\n"
+            f"        try: found += [p] if {secret!r}.encode() in open('/proc/' + p + '/environ', 'rb').read() else []\n"
+            "        except OSError: pass\n    return found",
+            "secret_files": "import os\ndef probe():\n    return [p for p in ('/etc/shadow', '/root', '/home', '/etc', '/run', "
+            f"{str(PROJECT)!r}, {site!r}) if os.path.exists(p)]",
+            "unprivileged": "import os\ndef probe():\n    return [u for u in (os.getuid(), os.geteuid()) if u == 0]",
+            "write_tmp_then_read_next": "def probe():\n    open('/tmp/job_secret', 'w').write('x')\n    return []",
+            "read_previous_job": "import os\ndef probe():\n    return os.listdir('/tmp') + os.listdir('/dev/shm')",
+        }
+        for name, code in probes.items():
+            (res,) = b.run_batch([sandbox.Job(code, ["assert probe() == []"])])
+            assert res.fraction == 1.0, (name, res)
+    finally:
+        b.close()
+        signal.signal(signal.SIGTERM, old)
+        stop.set()
+        th.join()
+    assert got == []
+    assert [c for c in canaries if os.path.exists(c)] == []
+
+
+def test_statuses_plain_data_and_partial_credit(box) -> None:
     jobs = [
-        sandbox.Job(code, [f"assert f(1) == {secret!r}"] if name == "env_secret" else ["assert f(1) == 2"])
-        for name, code in programs.items()
+        sandbox.Job(RIGHT, TESTS),
+        sandbox.Job("def add(a, b):\n    return a + b if a >= 0 else 0", TESTS),
+        sandbox.Job(
+            "def add(a, b):\n    raise ValueError('no')", ["try:\n    add(1, 2)\nexcept ValueError:\n    pass"]
+        ),
+        sandbox.Job(
+            "def f(x):\n    return (x, [x], {x: {x}}, frozenset([x]), None, 1.5)",
+            ["assert f(2) == (2, [2], {2: {2}}, frozenset([2]), None, 1.5)", "assert f(2) != [2]"],
+        ),
+        sandbox.Job("def f(x):\n    return x", ["assert f(lambda: 1) == 1"]),  # non-plain argument: fails
+        sandbox.Job("def f():\n    while True: pass", ["f()", "assert True"]),
+        sandbox.Job(
+            "def candidate_impl(x):\n    return x * 2",
+            ["def check(candidate):\n    assert candidate(3) == 6\ncheck(candidate_impl)"],
+        ),
+        sandbox.Job(
+            "class S:\n    def __init__(self): self.v = []\n    def push(self, x): self.v.append(x)\n"
+            "    def pop(self): return self.v.pop()\n    def __eq__(self, o): return True\ndef make(): return S()",
+            [
+                "s = make()\ns.push(4)\nassert s.pop() == 4",
+                "assert make() == 1",
+                "assert make()",
+                "assert make().__eq__(1)",
+            ],
+        ),
     ]
-    start = time.monotonic()
-    results = sandbox.run_batch(jobs)
-    elapsed = time.monotonic() - start
-
-    assert len(results) == len(jobs)
-    for name, result in zip(programs, results, strict=True):
-        assert result.n_passed == 0, (name, result)
-        assert all(t.status in sandbox.STATUSES for t in result.tests)
-    by_name = dict(zip(programs, results, strict=True))
-    for name in ("sys_exit", "os_exit", "raise_systemexit", "exit_in_test", "fake_passed", "kill_worker"):
-        assert not by_name[name].ran, (name, by_name[name])
-    assert by_name["infinite_loop"].tests[0].status == "timeout"
-    assert by_name["long_sleep"].tests[0].status == "timeout"
-    assert by_name["loop_in_test"].tests[0].status == "timeout"
-    assert by_name["memory_bomb"].tests[0].status == "memory"
-    assert by_name["memory_in_test"].tests[0].status == "memory"
-    assert by_name["output_flood"].tests[0].status == "output_limit"
-    assert secret not in by_name["env_secret"].output
-    # Bounded: 4 workers, a handful of jobs that hit the time limit, plus worker replacement.
-    assert elapsed < 4 * TIMEOUT_S + 6, elapsed
-
-    # The host is intact.
-    assert canary.read_text() == "intact"
-    assert not (tmp_path / "leak.txt").exists() or secret not in (tmp_path / "leak.txt").read_text()
-    if mode == "bwrap":
-        assert not (tmp_path / "leak.txt").exists()
-        with pytest.raises(BlockingIOError):
-            listener.accept()
-    listener.close()
-    # Nothing outlives the call.
-    assert _procs_with(marker) == []
-
-    # The pool survived (a killed worker is replaced) and still gives credit.
-    again = sandbox.run_batch([sandbox.Job("def f(x):\n    return x + 1", ["assert f(1) == 2"])] * 6)
-    assert all(r.ran and r.fraction == 1.0 for r in again)
+    res = box.run_batch(jobs)
+    assert [r.fraction for r in res] == [1.0, pytest.approx(4 / 5), 1.0, 1.0, 0.0, 0.0, 1.0, 0.25]
+    assert res[4].tests[0].status == "error"
+    assert [t.status for t in res[5].tests] == ["timeout", "timeout"]
 
 
-CORRECT = [
-    ("def fib(n):\n    return n if n < 2 else fib(n - 1) + fib(n - 2)", ["assert fib(15) == 610"]),
-    ("import sys\nsys.setrecursionlimit(5000)\ndef depth(n):\n    return 0 if n == 0 else 1 + depth(n - 1)",
-     ["assert depth(3000) == 3000"]),
-    ("import collections, functools, itertools, math, re, json, heapq\n"
-     "def f(s):\n    return collections.Counter(re.findall(r'\\w+', s)).most_common(1)[0][0]",
-     ["assert f('a b a') == 'a'", "assert math.gcd(4, 6) == 2", "assert list(itertools.chain([1], [2])) == [1, 2]"]),
-    ("class Stack:\n    def __init__(self):\n        self.items = []\n    def push(self, x):\n"
-     "        self.items.append(x)\n    def pop(self):\n        return self.items.pop()\n",
-     ["s = Stack()\ns.push(3)\nassert s.pop() == 3"]),
-    ("def write_and_read():\n    with open('scratch.txt', 'w') as fh:\n        fh.write('ok')\n"
-     "    return open('scratch.txt').read()", ["assert write_and_read() == 'ok'"]),
-    ("def g():\n    print('hello')\n    return 1", ["assert g() == 1"]),
-]  # fmt: skip
+def test_job_budget_covers_all_its_processes(box) -> None:
+    """Forked children share one memory budget (256 MiB here) and one process budget (8)."""
+    memory = (
+        "import os, time\nfor _ in range(6):\n    if os.fork() == 0:\n        b = bytearray(150 << 20)\n"
+        "        b[::4096] = b'x' * len(b[::4096])\n        time.sleep(30)\ntime.sleep(1.2)\n" + RIGHT
+    )
+    procs = (
+        "import os, time\nforks = 0\nfor _ in range(40):\n    try:\n        if os.fork() == 0:\n"
+        "            time.sleep(30)\n        forks += 1\n    except OSError:\n        break\n"
+        "def n():\n    return forks"
+    )
+    mem, nproc = box.run_batch([sandbox.Job(memory, TESTS[:1]), sandbox.Job(procs, ["assert n() < 8"])])
+    assert mem.tests[0].status == "memory" and "budget" in mem.tests[0].reason, mem
+    assert nproc.fraction == 1.0, nproc
+    assert _left_behind(box) == []
 
 
-def test_correct_programs_pass(mode: str) -> None:
-    results = sandbox.run_batch([sandbox.Job(c, t) for c, t in CORRECT])
-    for (code, _), r in zip(CORRECT, results, strict=True):
-        assert r.ran and r.fraction == 1.0, (code, r)
-        assert r.isolation == mode
-    assert "hello" in results[-1].output
+def test_refuses_without_bwrap_and_names_the_fix(tmp_path: Path) -> None:
+    missing = str(tmp_path / "no-bwrap")
+    b = sandbox.Sandbox(sandbox.SandboxConfig(isolation="auto", bwrap_path=missing, workers=1))
+    with pytest.raises(sandbox.SandboxUnavailable, match="apt-get install bubblewrap") as err:
+        b.run_batch([sandbox.Job(RIGHT, TESTS)])
+    assert "\n" not in str(err.value)
 
 
-def test_statuses_and_partial_credit(mode: str) -> None:
-    code = "def f(x):\n    if x == 3:\n        raise ValueError('three')\n    return x * 2"
-    tests = ["assert f(1) == 2", "assert f(2) == 5", "f(3)", "assert f(4) == 8"]
-    (r,) = sandbox.run_batch([sandbox.Job(code, tests)])
-    assert [t.status for t in r.tests] == ["passed", "failed", "error", "passed"]
-    assert "ValueError" in r.tests[2].reason
-    assert r.ran and r.fraction == 0.5
-    (bad,) = sandbox.run_batch([sandbox.Job("def f(:\n", ["assert f(1) == 2"])])
-    assert bad.tests[0].status == "error" and "SyntaxError" in bad.error
-    assert sandbox.run_batch([]) == []
-
-
-def test_always_equal_hack_gets_nothing(mode: str) -> None:
-    hacks = [
-        "class A:\n    def __eq__(self, other):\n        return True\ndef f(x):\n    return A()",
-        "class A:\n    def __eq__(self, other):\n        return True\ndef f(x):\n    return [A()]",
-        "class I(int):\n    def __eq__(self, other):\n        return True\ndef f(x):\n    return I(0)",
-        "__sandbox_eq__ = lambda a, b: True\ndef f(x):\n    return 0",
-    ]
-    tests = ["assert f(1) == 2", "assert 2 == f(1)", "assert f(1) == [2]"]
-    for r in sandbox.run_batch([sandbox.Job(code, tests) for code in hacks]):
-        assert r.n_passed == 0, r
-    legit = "def f(x):\n    return 2.0 if x else True"
-    (r,) = sandbox.run_batch([sandbox.Job(legit, ["assert f(1) == 2", "assert f(0) == 1", "assert [f(1)] == [2]"])])
-    assert r.fraction == 1.0, r
-
-
-def test_scratch_dir_is_cleaned(mode: str) -> None:
-    (r,) = sandbox.run_batch([sandbox.Job("import os\nopen('f.txt', 'w').write('x')\nprint(os.getcwd())", [])])
-    cwd = r.output.strip()
-    assert cwd.startswith("/tmp/sbx-")
-    if mode == "rlimit":  # the fallback's scratch dirs live on the host
-        assert not os.path.exists(cwd)
-
-
-def test_workers_persist_and_do_not_leak(mode: str) -> None:
-    sandbox.run_batch([sandbox.Job("x = 1", [])] * 8)
-    pids = [w.proc.pid for w in sandbox._pool.workers if w is not None]
-    assert len(pids) == 4
-    sandbox.run_batch([sandbox.Job("x = 1", [])] * 8)  # the same workers serve the next batch
-    assert [w.proc.pid for w in sandbox._pool.workers if w is not None] == pids
-    sandbox.shutdown()
-    assert all(not os.path.exists(f"/proc/{p}") for p in pids)
-
-
-def test_required_without_bwrap_refuses() -> None:
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")  # "required" must refuse, not warn and fall back
-        sandbox.configure(isolation="required", bwrap_path="/nonexistent/bwrap")
-        with pytest.raises(sandbox.SandboxUnavailable) as info:
-            sandbox.run_batch([sandbox.Job("x = 1", [])])
-    message = str(info.value)
-    assert "bubblewrap" in message and "\n" not in message
-    sandbox.shutdown()
-
-
-def test_auto_without_bwrap_warns_once_and_falls_back(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sandbox, "_warned", False)
-    sandbox.configure(isolation="auto", bwrap_path="/nonexistent/bwrap", timeout_s=TIMEOUT_S)
-    with pytest.warns(RuntimeWarning, match="SANDBOX WARNING"):
-        (r,) = sandbox.run_batch([sandbox.Job("def f(x):\n    return x + 1", ["assert f(1) == 2"])])
-    assert r.ran and r.isolation == "rlimit"
-    sandbox.configure(isolation="auto", bwrap_path="/nonexistent/bwrap", timeout_s=TIMEOUT_S)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")  # once per process
-        sandbox.run_batch([sandbox.Job("x = 1", [])])
-    sandbox.shutdown()
-
-
-def test_configure_validates() -> None:
+def test_config_validates() -> None:
     with pytest.raises(ValueError):
-        sandbox.configure(isolation="sometimes")
+        sandbox.SandboxConfig(isolation="off")
     with pytest.raises(ValueError):
-        sandbox.configure(timeout_s=0)
-    with pytest.raises(ValueError):
-        sandbox.configure(no_such_setting=1)
-    cfg = sandbox.configure()
-    assert cfg.isolation == "auto" and cfg.timeout_s > 0
+        sandbox.SandboxConfig(timeout_s=0)
+    with pytest.raises(ValueError, match="sandbox_bogus"):
+        sandbox.SandboxConfig.from_settings({"sandbox_bogus": 1})
+    assert sandbox.SandboxConfig(isolation="required").isolation == "bwrap"
+    assert sandbox.SandboxConfig.from_settings({"sandbox_timeout_s": 2.0, "lr": 1}).timeout_s == 2.0
 
 
-def test_module_imports_stdlib_only() -> None:
-    src = Path(sandbox.__file__).read_text()
-    assert "import torch" not in src and sys.modules[sandbox.__name__] is sandbox
+def test_package_is_stdlib_only_and_small() -> None:
+    pkg = Path(sandbox.__file__).parent
+    for f in pkg.glob("*.py"):
+        assert len(f.read_text().splitlines()) <= 420, f
+    for name in ("worker.py", "wire.py"):  # started by path inside the sandbox: no relative imports
+        assert "from ." not in (pkg / name).read_text()

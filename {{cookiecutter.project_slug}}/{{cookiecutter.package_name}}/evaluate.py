@@ -557,11 +557,11 @@ def configure_rewards(settings: Settings) -> None:
         from importlib import import_module
 
         sandbox = import_module(f"{__package__}.sandbox")
-        sandbox.configure(
+        import_module(f"{__package__}.rewards.code_task").use_sandbox_config(sandbox.SandboxConfig(
             isolation=settings.get("sandbox_isolation", "auto"),
             timeout_s=float(settings.get("sandbox_timeout_s", 3.0)),
             memory_mb=int(settings.get("sandbox_memory_mb", 512)),
-        )
+        ))
 
 
 def evaluate(settings: Settings, out_dir: Path) -> dict:

@@ -1,13 +1,15 @@
 """Rewards for the code task: the completion's Python is run against the row's tests in the sandbox.
 
-* ``correctness`` in [0, 1]: the fraction of the row's test snippets that passed, counting only tests the
-  sandbox's harness *proved* it ran (a per-execution nonce on a private pipe, see :mod:`..sandbox`). Exiting early,
-  raising ``SystemExit`` or printing "passed" earns nothing for the tests that did not run. No code, or no
-  tests in the row, scores 0.0. All completions of a batch run as one sandbox batch, in parallel.
+* ``correctness`` in [0, 1]: the fraction of the row's test snippets that passed. The tests run outside the
+  model's process and call the solution's functions in the sandbox with plain data (see :mod:`..sandbox`), so
+  nothing the code does to its own interpreter, exit code or output earns credit. No code, or no tests in the
+  row, scores 0.0. All completions of a batch run as one sandbox batch, in parallel. Build it with
+  :func:`make_correctness` from a :class:`..sandbox.Sandbox`.
 * ``syntax`` in {0, 1}: 1.0 iff the extracted code parses with :mod:`ast` (cheap partial credit, no execution).
 
-Code extraction (:func:`extract_code`): the last fenced block (```python, ```py or a bare ```) inside the last
-``<answer>`` block, else the last fenced block anywhere in the completion, else the bare answer-block text.
+Code extraction (:func:`extract_code`): the last fenced block (```python, ```python3, ```py, ```py3 or a bare
+```) inside the last ``<answer>`` block, else the last fenced block anywhere in the completion, else the bare
+answer-block text. A leading byte-order mark is ignored, and a final fence left open runs to the end of the text.
 
 Columns used: ``tests`` (list of snippets) and optionally ``entry_point`` (function name; when given and the code
 defines no such name, the tests fail on their own, so it is only used for an early, cheap 0.0). Stdlib only at
@@ -22,10 +24,12 @@ from typing import Any
 
 from .. import sandbox
 from ..answer_format import extract_answer
+from ..sandbox import Sandbox, SandboxConfig, SandboxUnavailable
 from .common import RewardFunc, column, completion_text, register
 
-# ```python / ```py / ``` fences; the closing fence must start a line. The body is captured lazily.
-_FENCE = re.compile(r"```[ \t]*(?:python3?|py)?[ \t]*\r?\n(.*?)(?:\r?\n)?[ \t]*```", re.DOTALL | re.IGNORECASE)
+# ```python / ```python3 / ```py / ```py3 / ``` fences; the closing fence (or the end of the text, for a last fence
+# left open) must start a line. The body is captured lazily.
+_FENCE = re.compile(r"```[ \t]*(?:python3?|py3?)?[ \t]*\r?\n(.*?)(?:(?:\r?\n)?[ \t]*```|\Z)", re.DOTALL | re.IGNORECASE)
 _MAX_CODE_CHARS = 20_000
 _MAX_TESTS = 50
 
@@ -39,6 +43,7 @@ def extract_code(text: str) -> str | None:
     """The code of a completion's text (see the module docstring), or None when there is nothing to run."""
     if not isinstance(text, str) or not text.strip():
         return None
+    text = text.lstrip("\ufeff")
     answer = extract_answer(text)
     code = None
     if answer is not None:
@@ -49,7 +54,7 @@ def extract_code(text: str) -> str | None:
         code = answer.strip("`\n ")
     if code is None or not code.strip():
         return None
-    return code[:_MAX_CODE_CHARS]
+    return code.lstrip("\ufeff").rstrip()[:_MAX_CODE_CHARS]
 
 
 def parses(code: str | None) -> bool:
@@ -89,35 +94,75 @@ def _safe_len(completions: object) -> int:
     return len(completions) if isinstance(completions, (list, tuple)) else 0
 
 
-@register("correctness")
-def correctness_reward(
-    prompts: object = None, completions: object = None, tests: object = None, entry_point: object = None, **kwargs: Any
-) -> list[float | None]:
-    """Fraction of the row's tests that provably passed in the sandbox, in [0, 1]."""
-    n = _safe_len(completions)
-    scores: list[float | None] = [0.0] * n
-    try:
-        texts = [completion_text(c) for c in completions] if n else []  # type: ignore[union-attr]
-        all_tests = column(tests, n)
-        entries = column(entry_point, n)
-        jobs: list[sandbox.Job] = []
-        where: list[int] = []
-        for i, text in enumerate(texts):
-            code = extract_code(text)
-            row_tests = _tests_of(all_tests[i])
-            entry = entries[i] if isinstance(entries[i], str) else ""
-            if not code or not row_tests or not parses(code) or (entry and not _defines(code, entry)):
-                continue
-            jobs.append(sandbox.Job(code=code, tests=row_tests))
-            where.append(i)
-        if jobs:
-            for i, result in zip(where, sandbox.run_batch(jobs), strict=True):
-                scores[i] = float(result.fraction)
-    except sandbox.SandboxUnavailable:
-        raise  # isolation is required and missing: a configuration error, not a bad completion
-    except Exception:
-        pass  # keep whatever was scored; a broken batch must not break a training step
-    return scores
+class Correctness:
+    """The ``correctness`` reward bound to one sandbox: fraction of the row's tests that passed, in [0, 1]."""
+
+    __name__ = "correctness"
+
+    def __init__(self, box: Sandbox) -> None:
+        self.sandbox = box
+
+    def __call__(
+        self, prompts: object = None, completions: object = None, tests: object = None, entry_point: object = None,
+        **kwargs: Any,
+    ) -> list[float | None]:  # fmt: skip
+        n = _safe_len(completions)
+        scores: list[float | None] = [0.0] * n
+        try:
+            texts = [completion_text(c) for c in completions] if n else []  # type: ignore[union-attr]
+            all_tests = column(tests, n)
+            entries = column(entry_point, n)
+            jobs: list[sandbox.Job] = []
+            where: list[int] = []
+            for i, text in enumerate(texts):
+                code = extract_code(text)
+                row_tests = _tests_of(all_tests[i])
+                entry = entries[i] if isinstance(entries[i], str) and entries[i].isidentifier() else None
+                if not code or not row_tests or not parses(code) or (entry and not _defines(code, entry)):
+                    continue
+                jobs.append(sandbox.Job(code=code, tests=row_tests, entry_point=entry))
+                where.append(i)
+            if jobs:
+                for i, result in zip(where, self.sandbox.run_batch(jobs), strict=True):
+                    scores[i] = float(result.fraction)
+        except SandboxUnavailable:
+            raise  # bubblewrap is required and missing: a configuration error, not a bad completion
+        except Exception:
+            pass  # keep whatever was scored; a broken batch must not break a training step
+        return scores
+
+
+def make_correctness(box: Sandbox) -> Correctness:
+    """The ``correctness`` reward running its code in ``box`` (the caller owns it and closes it)."""
+    return Correctness(box)
+
+
+class _DefaultCorrectness(Correctness):
+    """The registry's ``correctness``: a sandbox built on first use from :func:`use_sandbox_config`'s settings."""
+
+    def __init__(self) -> None:
+        self.config = SandboxConfig()
+        self._box: Sandbox | None = None
+
+    @property
+    def sandbox(self) -> Sandbox:  # type: ignore[override]
+        if self._box is None:
+            self._box = Sandbox(self.config)
+        return self._box
+
+    def use(self, config: SandboxConfig) -> Sandbox:
+        if self._box is not None:
+            self._box.close()
+        self.config, self._box = config, None
+        return self.sandbox
+
+
+correctness_reward = _DefaultCorrectness()
+
+
+def use_sandbox_config(config: SandboxConfig) -> Sandbox:
+    """Point the registry's ``correctness`` at a sandbox with these settings (closing the previous one)."""
+    return correctness_reward.use(config)
 
 
 @register("syntax")
@@ -138,4 +183,7 @@ TASK_REWARDS: dict[str, RewardFunc] = {
     "syntax": syntax_reward,
 }
 
-__all__ = ["TASK_REWARDS", "correctness_reward", "extract_code", "parses", "syntax_reward"]
+__all__ = [
+    "TASK_REWARDS", "Correctness", "correctness_reward", "extract_code", "make_correctness", "parses", "syntax_reward",
+    "use_sandbox_config",
+]  # fmt: skip

@@ -1,0 +1,48 @@
+"""Run model-written Python against a row's tests so that the verdict is out of the model's reach.
+
+What it guarantees
+------------------
+* **Verdicts are decided outside the model's process.** The solution runs in a sandboxed child (the worker,
+  ``worker.py``) that only loads it and serves calls to its functions. The tests run in the trainer's own process
+  (``harness.py``), where each solution function a test calls is a stub that sends the arguments to the child and
+  gets the return value back, both as plain data (``None``, bool, int, float, str, and lists, tuples, dicts, sets
+  of them; anything else fails the test). The child never sees the tests, the expected values or the harness, and
+  nothing it does to its own interpreter (builtins, frames, tracing, exit codes, output, forged objects) can change
+  a comparison made here. A test passes only if it runs to the end here without an exception.
+* **No unsafe fallback.** ``isolation: bwrap`` (``auto``/``required`` mean the same) refuses with one line naming
+  ``apt-get install bubblewrap`` when bubblewrap cannot start. Running without isolation needs the explicit
+  setting ``isolation: unsafe-rlimit-only`` (rlimits only; as root the job runs as a per-worker uid, so the
+  interpreter must be readable by other users, else it refuses too). That mode does not protect the host, and
+  run by a normal user the job shares the trainer's uid: it could then write into the trainer's pipes through
+  ``/proc/<trainer>/fd``, so even verdicts are only as safe as the code is trusted.
+* **With bubblewrap**, each worker sees a minimal root: read-only ``/usr`` (and ``/lib*``, ``/bin``), the
+  interpreter's prefix read-only at ``/sbx/py`` (when it is not under ``/usr``), this package's directory at
+  ``/sbx/lib``, a fresh ``/proc`` and a read-only ``/dev``; no ``/etc``, ``/root``, ``/home``, project, venv or
+  ``/run``. It has its own pid, network (no host sockets, abstract ones included), ipc and uts namespaces, no
+  capabilities, an unprivileged uid even when the trainer is root (a per-worker uid; else uid 65534 in a user
+  namespace), and is non-dumpable (a job's processes cannot open the worker's ``/proc/<pid>/fd`` or ptrace it).
+  ``/tmp`` is a size-capped tmpfs emptied after every job (the worker is replaced if it cannot be emptied).
+* **Budgets per job**: wall clock (``timeout_s``: loading plus every call), CPU rlimit, ``memory_mb`` as an
+  address-space rlimit per process plus a watchdog that kills the job when the resident memory of all its
+  processes together exceeds it, ``max_procs`` as ``RLIMIT_NPROC`` for the job's uid plus the same watchdog
+  (only the watchdog where the kernel ignores that rlimit: bubblewrap in a user namespace started by root), file
+  size and open-file rlimits. After each job the worker kills every process left in its pid namespace, and a
+  batch returns only after every job's clean-up was confirmed.
+
+Not covered: the test snippets are trusted dataset content and run in the trainer without a bound of their own (a
+test that loops forever without calling the solution hangs its thread). A test that relies on the solution
+mutating an argument in place fails; a returned object that is not plain data stays in the sandbox
+(:class:`harness.RemoteObject`: its methods can be called, it equals only itself). The watchdog polls every
+20 ms, so a job with several processes may briefly exceed ``memory_mb`` by what they allocate in that time.
+
+Use: ``with Sandbox(SandboxConfig(...)) as sb: results = sb.run_batch([Job(code, tests), ...])``.
+"""
+
+from __future__ import annotations
+
+from .harness import RemoteError
+from .pool import Sandbox
+from .types import SAFE, UNSAFE, Job, Result, SandboxConfig, SandboxUnavailable, TestResult
+
+__all__ = ["SAFE", "UNSAFE", "Job", "RemoteError", "Result", "Sandbox", "SandboxConfig", "SandboxUnavailable",
+           "TestResult"]  # fmt: skip

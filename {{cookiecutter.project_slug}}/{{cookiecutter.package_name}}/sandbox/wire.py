@@ -1,0 +1,80 @@
+"""Framing and the plain-data codec shared by the trusted side and the worker (standard library only).
+
+Frames are a 4-byte big-endian length and a JSON document. Values cross as plain data: ``None``, bool, int,
+float, str as themselves, lists as arrays, and tuples, dicts, sets and frozensets as one-key objects tagged
+``t``, ``d``, ``s``, ``f``. Decoding untrusted text can only ever build those exact built-in types.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+
+MAX_FRAME = 16 << 20
+
+
+def frame(obj: object) -> bytes:
+    data = json.dumps(obj, separators=(",", ":")).encode()
+    return struct.pack("!I", len(data)) + data
+
+
+def write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def read_exact(fd: int, n: int) -> bytes:
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = os.read(fd, n - len(buf))
+        if not chunk:
+            raise EOFError
+        buf += chunk
+    return bytes(buf)
+
+
+def read_payload(fd: int) -> bytes:
+    (size,) = struct.unpack("!I", read_exact(fd, 4))
+    if size > MAX_FRAME:
+        raise ValueError("oversized frame")
+    return read_exact(fd, size)
+
+
+# ------------------------------------------------------------------------------------------------ plain data
+
+
+def encode(v: object, depth: int = 0) -> object:
+    """Plain data as JSON: lists as arrays, tuples/sets/frozensets/dicts as one-key tagged objects."""
+    if depth > 100:
+        raise ValueError("value nested too deeply")
+    t = type(v)
+    if v is None or t is bool or t is int or t is float or t is str:
+        return v
+    if t is list:
+        return [encode(x, depth + 1) for x in v]
+    if t is tuple:
+        return {"t": [encode(x, depth + 1) for x in v]}
+    if t is dict:
+        return {"d": [[encode(k, depth + 1), encode(x, depth + 1)] for k, x in v.items()]}
+    if t is set or t is frozenset:
+        return {"s" if t is set else "f": [encode(x, depth + 1) for x in v]}
+    raise TypeError(f"{t.__name__} is not plain data")
+
+
+def _tagged(pairs: list) -> object:
+    if len(pairs) != 1 or pairs[0][0] not in ("t", "d", "s", "f") or type(pairs[0][1]) is not list:
+        return dict(pairs)  # a message envelope (an encoded dict is always tagged "d")
+    tag, items = pairs[0]
+    if tag == "t":
+        return tuple(items)
+    if tag == "d":
+        return {k: v for k, v in items}
+    if tag == "s":
+        return set(items)
+    return frozenset(items)
+
+
+def decode(payload: bytes | str) -> object:
+    return json.loads(payload, object_pairs_hook=_tagged)

@@ -1,0 +1,404 @@
+"""The sandbox worker: the only program that ever runs model-written code. Standard library only; no relative imports
+(it is started by path as ``python -I -S worker.py MODE UID``, inside bubblewrap in the safe mode).
+
+Per job it forks a child that loads the solution and then serves calls to the solution's functions: it reads
+``{"n": name, "a": args, "k": kwargs}`` frames and answers ``{"v": value}`` or ``{"x": [type, message]}``, values
+encoded as plain data (see ``wire``); an object that is not plain data stays in the child and is answered
+as ``{"h": index}``, whose methods the trusted side may call in turn. The worker relays frames between the
+trusted side (its stdin/stdout) and the child, never interprets a verdict, enforces the job's wall-clock,
+memory and process budget, and after the job kills every process the job left and empties every writable
+directory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import select
+import shutil
+import signal
+import struct
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # its sibling wire.py (started by path, with -I)
+from wire import decode, encode, frame, read_payload, write_all  # noqa: E402
+
+TICK_S = 0.02  # period of the job-wide memory and process check
+WRITABLE = ("/tmp", "/dev/shm")
+
+
+# ------------------------------------------------------------------------------------------------ child
+
+
+def child_main(code: str, rfd: int, wfd: int) -> None:
+    """Runs in the forked child: load the solution, report its callables, then serve calls until EOF."""
+    import builtins
+
+    def send(obj: object) -> None:
+        try:
+            data = frame(obj)
+        except BaseException as exc:
+            data = frame({"x": [type(exc).__name__, "unencodable reply"]})
+        write_all(wfd, data)
+
+    def describe(exc: BaseException) -> list:
+        try:
+            return [type(exc).__name__, str(exc)[:300]]
+        except BaseException:
+            return ["Exception", ""]
+
+    ns: dict = {"__name__": "__main__", "__builtins__": builtins}
+    try:
+        exec(code, ns)
+    except BaseException as exc:
+        send({"load": describe(exc)})
+        os._exit(0)
+    names = [k for k, v in list(ns.items()) if isinstance(k, str) and not k.startswith("__") and callable(v)]
+    send({"names": names[:256]})
+    handles: list = []  # objects returned by the solution that are not plain data, referred to by index
+    while True:
+        try:
+            req = decode(read_payload(rfd))
+        except BaseException:
+            os._exit(0)
+        try:
+            name = req["n"]
+            if "o" in req:  # a method of a returned object (no dunders: the trusted side calls methods only)
+                if name.startswith("__"):
+                    raise AttributeError(name)
+                fn = getattr(handles[req["o"]], name)
+            else:
+                fn = ns[name]
+            value = fn(*req["a"], **req["k"])
+            try:
+                reply = {"v": encode(value)}
+            except (TypeError, ValueError, RecursionError):
+                if len(handles) >= 10_000:
+                    raise
+                handles.append(value)
+                reply = {"h": len(handles) - 1}
+        except BaseException as exc:
+            reply = {"x": describe(exc)}
+        send(reply)
+
+
+# ------------------------------------------------------------------------------------------------ worker
+
+
+class Job:
+    def __init__(self, spec: dict, worker: Worker) -> None:
+        self.w = worker
+        lim = spec.get("limits") or {}
+        self.timeout = float(lim.get("timeout", 3.0))
+        self.memory = int(lim.get("memory_mb", 512)) << 20
+        self.max_procs = int(lim.get("max_procs", 16))
+        self.max_file = int(lim.get("max_file_mb", 16)) << 20
+        self.deadline = time.monotonic() + self.timeout
+        self.next_check = time.monotonic() + TICK_S
+        self.ended: dict | None = None  # {"end": status, "why": reason} once the child is gone
+        self.scratch = "/tmp" if worker.mode == "bwrap" else None
+        self.pid = -1
+        self.code = str(spec.get("code") or "")
+
+    def start(self) -> bytes:
+        if self.scratch is None:
+            import tempfile
+
+            self.scratch = tempfile.mkdtemp(prefix="job-", dir=self.w.scratch_root)
+            if self.w.child_uid is not None:
+                os.chown(self.scratch, self.w.child_uid, self.w.child_uid)
+        req_r, self.req_w = os.pipe()
+        self.rep_r, rep_w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.setsid()
+                null = os.open(os.devnull, os.O_RDWR)
+                for fd in (0, 1, 2):
+                    os.dup2(null, fd)
+                os.dup2(req_r, 3)
+                os.dup2(rep_w, 4)
+                os.closerange(5, 1 << 16)
+                os.chdir(self.scratch)
+                self._limits()
+                if self.w.child_uid is not None:
+                    os.setgroups([])
+                    os.setgid(self.w.child_uid)
+                    os.setuid(self.w.child_uid)
+                child_main(self.code, 3, 4)
+            finally:
+                os._exit(70)
+        self.pid = pid
+        os.close(req_r)
+        os.close(rep_w)
+        return self.from_child()
+
+    def _limits(self) -> None:
+        cpu = int(self.timeout) + 2
+        nproc = self.w.base_procs + self.max_procs
+        for what, value in (
+            (resource.RLIMIT_CPU, (cpu, cpu + 1)),
+            (resource.RLIMIT_AS, (self.memory, self.memory)),
+            (resource.RLIMIT_FSIZE, (self.max_file, self.max_file)),
+            (resource.RLIMIT_NOFILE, (64, 64)),
+            (resource.RLIMIT_NPROC, (nproc, nproc)),
+            (resource.RLIMIT_CORE, (0, 0)),
+        ):
+            resource.setrlimit(what, value)
+
+    def end(self, status: str, why: str) -> bytes:
+        if self.ended is None:
+            self.ended = {"end": status, "why": why}
+            self.kill()
+        return json.dumps(self.ended).encode()
+
+    def wait_readable(self, fd: int) -> bool:
+        """Wait until ``fd`` is readable, enforcing the job's deadline and budgets; False if the job ended."""
+        while True:
+            if self.ended is not None:
+                return select.select([fd], [], [], None)[0] != [] if fd != self.rep_r else False
+            now = time.monotonic()
+            left = self.deadline - now
+            if left <= 0:
+                self.end("timeout", "time limit exceeded")
+                continue
+            if now >= self.next_check:  # the job-wide budget, every TICK_S (one process alone: its rlimits)
+                self.next_check = now + TICK_S
+                over = self.w.over_budget(self.memory, self.max_procs)
+                if over:
+                    self.end("memory", over)
+                    continue
+            if select.select([fd], [], [], min(left, self.next_check - now))[0]:
+                return True
+
+    def from_child(self) -> bytes:
+        if self.ended is None and self.wait_readable(self.rep_r):
+            try:
+                return read_payload(self.rep_r)
+            except (EOFError, OSError, ValueError):
+                pass
+        if self.ended is None:
+            _, status = os.waitpid(self.pid, 0)
+            self.pid = -1
+            if os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGXCPU:
+                return self.end("timeout", "CPU time limit exceeded")
+            if os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL:
+                return self.end("memory", "killed (likely out of memory)")
+            return self.end("error", "the program exited")
+        return self.end("error", "ended")
+
+    def call(self, payload: bytes) -> bytes:
+        if self.ended is not None:
+            return self.end("error", "ended")
+        try:
+            write_all(self.req_w, struct.pack("!I", len(payload)) + payload)
+        except OSError:
+            pass  # the child is gone; from_child reports how
+        return self.from_child()
+
+    def kill(self) -> None:
+        if self.pid > 0:
+            try:
+                os.killpg(self.pid, signal.SIGKILL)
+            except OSError:
+                pass
+        self.w.kill_all()
+        self.pid = -1
+
+    def close(self) -> None:
+        self.kill()
+        for fd in (self.req_w, self.rep_r):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        if self.w.mode == "bwrap":
+            for top in WRITABLE:
+                wipe(top)
+        elif self.scratch:
+            wipe(self.scratch)
+            shutil.rmtree(self.scratch, ignore_errors=True)
+
+
+def wipe(top: str) -> None:
+    """Remove everything under ``top`` (also what a job made unreadable or unwritable)."""
+    try:
+        names = os.listdir(top)
+    except OSError:
+        return
+    for name in names:
+        path = os.path.join(top, name)
+        try:
+            if os.path.isdir(path) and not os.path.islink(path):
+                for root, dirs, _ in os.walk(path):
+                    for d in dirs:
+                        try:
+                            os.chmod(os.path.join(root, d), 0o700)
+                        except OSError:
+                            pass
+                os.chmod(path, 0o700)
+                shutil.rmtree(path)
+            else:
+                os.unlink(path)
+        except OSError:
+            pass
+
+
+class Worker:
+    def __init__(self, mode: str, uid: int, scratch_root: str | None = None) -> None:
+        self.mode = mode
+        self.scratch_root = scratch_root  # unsafe mode: the trainer's directory for this worker's job directories
+        self.me = os.getpid()
+        self.child_uid: int | None = None
+        if uid >= 0:
+            if mode == "bwrap":  # started as root without a user namespace: drop to this worker's own uid for good
+                os.setgroups([])
+                os.setgid(uid)
+                os.setuid(uid)
+            else:
+                self.child_uid = uid
+        self.pidns = mode == "bwrap" and os.getppid() == 1
+        self.base_procs = 1 if mode == "bwrap" else _count_procs(self.child_uid if uid >= 0 else os.geteuid())
+
+    def job_processes(self) -> list[int]:
+        if self.pidns:
+            return [int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) not in (1, self.me)]
+        return descendants(self.me)
+
+    def over_budget(self, memory: int, max_procs: int) -> str:
+        pids = self.job_processes()
+        if len(pids) <= 1:
+            return ""
+        if len(pids) > max_procs:
+            return f"process budget exceeded ({len(pids)} processes)"
+        rss = 0
+        for p in pids:
+            try:
+                with open(f"/proc/{p}/statm") as f:
+                    rss += int(f.read().split()[1]) * PAGE
+            except (OSError, ValueError, IndexError):
+                pass
+        return f"job memory budget exceeded ({rss >> 20} MiB)" if rss > memory else ""
+
+    def kill_all(self) -> None:
+        for _ in range(500):
+            pids = self.job_processes()
+            if self.pidns:
+                try:
+                    os.kill(-1, signal.SIGKILL)
+                except OSError:
+                    pass
+            else:
+                for p in pids:
+                    try:
+                        os.kill(p, signal.SIGKILL)
+                    except OSError:
+                        pass
+            reaped = reap()
+            if not pids and not reaped:
+                return
+            if pids and not reaped:
+                time.sleep(0.001)
+
+
+PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def reap() -> bool:
+    got = False
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return got
+        if pid <= 0:
+            return got
+        got = True
+
+
+def descendants(root: int) -> list[int]:
+    out: list[int] = []
+    stack = [root]
+    while stack:
+        pid = stack.pop()
+        try:
+            for tid in os.listdir(f"/proc/{pid}/task"):
+                with open(f"/proc/{pid}/task/{tid}/children") as f:
+                    kids = [int(k) for k in f.read().split()]
+                out.extend(kids)
+                stack.extend(kids)
+        except OSError:
+            pass
+    return [p for p in out if not _zombie(p)]
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            data = f.read()
+        return data[data.rindex(b")") + 2 : data.rindex(b")") + 3] == b"Z"
+    except (OSError, ValueError):
+        return True
+
+
+def _count_procs(uid: int) -> int:
+    n = 0
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                n += os.stat(f"/proc/{name}").st_uid == uid
+            except OSError:
+                pass
+    return n
+
+
+def _prctl(option: int, arg: int) -> None:
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).prctl(option, arg, 0, 0, 0)
+    except Exception:
+        pass
+
+
+def main() -> None:
+    mode = sys.argv[1] if len(sys.argv) > 1 else "bwrap"
+    uid = int(sys.argv[2]) if len(sys.argv) > 2 else -1
+    proto_in, proto_out = os.dup(0), os.dup(1)
+    null = os.open(os.devnull, os.O_RDWR)
+    os.dup2(null, 0)
+    os.dup2(null, 1)
+    _prctl(36, 1)  # PR_SET_CHILD_SUBREAPER: orphans of a job come back to us, so they can be killed
+    w = Worker(mode, uid, sys.argv[3] if len(sys.argv) > 3 else None)
+    _prctl(4, 0)  # PR_SET_DUMPABLE 0 (after any setuid): job processes cannot open /proc/<worker>/fd or ptrace us
+    hello = {"mode": mode, "pidns": w.pidns, "uid": os.getuid(), "child_uid": w.child_uid, "pid": os.getpid()}
+    write_all(proto_out, frame(hello))
+    os.dup2(null, 2)
+    while True:
+        try:
+            spec = decode(read_payload(proto_in))
+        except (EOFError, OSError, ValueError):
+            os._exit(0)
+        job = Job(spec, w)
+        reply = job.start()
+        while True:
+            write_all(proto_out, struct.pack("!I", len(reply)) + reply)
+            job.wait_readable(proto_in)
+            try:
+                payload = read_payload(proto_in)
+            except (EOFError, OSError, ValueError):
+                job.close()
+                os._exit(0)
+            if payload == b'"finish"':
+                break
+            reply = job.call(payload)
+        job.close()
+        if mode == "bwrap" and any(os.listdir(top) for top in WRITABLE if os.path.isdir(top)):
+            os._exit(3)  # could not empty the scratch space: a fresh worker gets a fresh one
+        write_all(proto_out, frame("clean"))  # every process of the job is gone and its files removed
+
+
+if __name__ == "__main__":
+    main()
