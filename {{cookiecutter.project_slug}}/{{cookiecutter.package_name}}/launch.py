@@ -37,7 +37,8 @@ class Launch:
         if self.kind == "deepspeed":
             return f"DeepSpeed ZeRO-{self.zero_stage} over {self.world_size}"
         if self.kind == "fsdp":
-            return f"FSDP ({'full shard' if self.zero_stage == 3 else f'stage {self.zero_stage}'}) over {self.world_size}"
+            shard = "full shard" if self.zero_stage == 3 else f"stage {self.zero_stage}"
+            return f"FSDP ({shard}) over {self.world_size}"
         if self.kind == "ddp":
             return f"DDP over {self.world_size} (no sharding)"
         return "none"

@@ -20,12 +20,28 @@ from typing import Any
 
 from . import launch as launches
 from .archs import (  # noqa: F401 - re-exported: the public names of the estimator
-    KNOWN_MODELS, LINEAR_LAYERS, Arch, EstimateError, arch_from_config, gpu_gb_from_preset, load_config,
-    read_model_config, resolve_arch,
+    KNOWN_MODELS,
+    LINEAR_LAYERS,
+    Arch,
+    EstimateError,
+    arch_from_config,
+    gpu_gb_from_preset,
+    load_config,
+    read_model_config,
+    resolve_arch,
 )
 from .estimator import (  # noqa: F401
-    GIB, HEADROOM, Estimate, _flag, estimate, vllm_kv_gib, vllm_max_len, vllm_one_request_gib, vllm_weights_gib,
+    GIB,
+    HEADROOM,
+    Estimate,
+    _flag,
+    estimate,
+    vllm_kv_gib,
+    vllm_max_len,
+    vllm_one_request_gib,
+    vllm_weights_gib,
 )
+
 
 def _patched(config: dict[str, Any], **changes: Any) -> dict[str, Any]:
     new = copy.deepcopy(config)
