@@ -408,3 +408,19 @@ def test_recompute_working_set_counts_lora_dropout_and_batch():
               "max_completion_length": 2048}
     checkpoints = 8 * 2560 * arch.layers * arch.hidden * 2 / GIB
     assert memory.estimate(config).activations == pytest.approx(checkpoints + with_dropout / GIB)
+
+
+# --- the GPU measurement script runs its CPU dry path ----------------------------------------------------------------
+
+
+def test_device_memory_check_dry_run_forces_full_lengths():
+    done = subprocess.run([sys.executable, "benchmarks/device_memory_check.py", "--tiny-check", "--presets", "24gb"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = [json.loads(line[len("RESULT "):]) for line in done.stdout.splitlines() if line.startswith("RESULT ")]
+    if not rows:
+        pytest.skip(done.stdout)  # a base_model override without shipped facts
+    row = rows[0]
+    assert row["prompt_tokens"] == row["max_prompt_length"]  # prompts exactly max_prompt_length tokens
+    assert row["completion_min"] == row["max_completion_length"]  # EOS cannot stop generation early
+    assert row["vocab"] == 512 and row["estimate_gib"] > 1.0
