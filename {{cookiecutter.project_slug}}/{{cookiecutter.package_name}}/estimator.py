@@ -1,25 +1,24 @@
 """Estimate the peak GPU memory of a GRPO run from its config, before loading anything (stdlib + PyYAML).
 
-    python -m <package>.memory --config configs/24gb.yaml                 # GPU size from the preset's name
-    python -m <package>.memory --config configs/24gb.yaml --gpu-gb 16     # the same config on another GPU
-    python -m <package>.memory --config my.yaml --model-config path/to/config.json   # a model it does not know
-    python -m <package>.memory --config configs/8x80gb.yaml --accelerate-config configs/accelerate/ddp.yaml
-
-The model (per GPU, GiB = 2**30 bytes) is ``peak = W + S + A + L + R + Gen + overhead``, the model from
+The command is ``python -m <package>.memory`` (memory.py). The model (per GPU, GiB = 2**30 bytes) is ``peak = W + S + A + L + R + Gen + overhead``, the model from
 ``gpu-memory-evidence.md`` (public measured figures it was checked against are cited in ``tests/test_memory.py``),
 adapted to what TRL 1.16's GRPOTrainer does:
 
 - **W, weights**: parameters x bytes of ``dtype`` (2 for bf16/fp16, 4 for float32, TRL's default when ``dtype`` is
   unset). ``load_in_4bit``: non-embedding parameters x 0.56 bytes (NF4 + quantization constants), embeddings and the
   LM head kept 16-bit (reproduces the logged 7.49 GiB of Qwen3-4B bf16, 5.60 of Llama-3.1-8B 4-bit, ~2.0-2.2 of
-  Qwen2.5-3B 4-bit). Under ZeRO-3 / FSDP full sharding each GPU holds 1/N of it plus the layers being gathered.
+  Qwen2.5-3B 4-bit). Under ZeRO-3 / FSDP full sharding each GPU holds 1/N of it plus the layers being gathered; the
+  sharding comes from the launch (``launch.py``), never guessed: without one, multi-process means plain DDP.
 - **S, trainable state**: LoRA parameters (r x (in + out) for each targeted linear layer) in fp32: weight 4 + grad 4
   + AdamW moments 8 bytes (2 for 8-bit optimizers). Full fine-tuning: grads and moments in the weights' dtype
   (bf16 weights: 2 + 4 bytes/param; fp32: 4 + 8, so ~16 with W), or under DeepSpeed fp32 master weights + moments
   (12) + bf16 grads (2); ZeRO-1/2/3 shard the optimizer / + grads / + weights across ``num_processes``.
 - **A, activations**: with gradient checkpointing each layer keeps its input, batch x (prompt + completion) x
-  layers x hidden x 2 bytes (4 for float32 models); without it ~10x that. ``per_device_train_batch_size`` counts
-  completions: it is the micro-batch of the training forward.
+  layers x hidden x 2 bytes (4 for float32 models), and the backward recomputes one layer at a time, whose whole
+  working set for the micro-batch is alive at once (:func:`layer_working_set`: norms, attention, the MLP's four
+  intermediate tensors, LoRA's fp32 input and dropout copies, plus the MLP gradients). Without checkpointing every
+  layer keeps that working set. ``per_device_train_batch_size`` counts completions: it is the micro-batch of the
+  training forward.
 - **L, logits**: TRL 1.16 computes log-probs with a fused, tiled LM head (``add_fused_lm_head``), so the
   (batch, completion, vocab) logits of older TRL (batch x completion x vocab x 4 bytes, the largest term for Qwen's
   152K vocab in the evidence file) are never materialized: L is one 4096 x 32768 tile, the saved hidden states and
@@ -30,8 +29,9 @@ adapted to what TRL 1.16's GRPOTrainer does:
 - **Gen, generation**: without vLLM, transformers' KV cache for the generation batch (per-device batch x
   steps_per_generation sequences of prompt + completion tokens, 2 x layers x kv_heads x head_dim x 2 bytes per
   token), plus the full weights gathered for generation under ZeRO-3. With vLLM colocated, the reserved
-  ``vllm_gpu_memory_utilization`` x GPU memory, which must hold vLLM's own weight copy + KV + ~1 GiB; it is checked
-  separately. vLLM in server mode runs on other GPUs (0 here).
+  ``vllm_gpu_memory_utilization`` x GPU memory, which must hold vLLM's own weight copy + ~1 GiB + the KV cache of
+  at least one request of ``vllm_max_model_length`` tokens (unset: the model's full context, vLLM's default; vLLM
+  refuses to start otherwise); it is checked separately. vLLM in server mode runs on other GPUs (0 here).
 - **overhead**: ~1 GiB of CUDA context, allocator fragmentation and communication buffers.
 
 GPU sizes are taken as GiB of device memory (a "24 GB" card has ~24 GiB). Architecture facts of the presets'
