@@ -1,6 +1,7 @@
 """Estimate the peak GPU memory of a GRPO run from its config, before loading anything (stdlib + PyYAML).
 
-The command is ``python -m <package>.memory`` (memory.py). The model (per GPU, GiB = 2**30 bytes) is ``peak = W + S + A + L + R + Gen + overhead``, the model from
+The command is ``python -m <package>.memory`` (memory.py). The model (per GPU, GiB = 2**30 bytes) is
+``peak = W + S + A + L + R + Gen + overhead``, the model from
 ``gpu-memory-evidence.md`` (public measured figures it was checked against are cited in ``tests/test_memory.py``),
 adapted to what TRL 1.16's GRPOTrainer does:
 
