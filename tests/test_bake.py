@@ -25,6 +25,8 @@ COMMON_FILES = {
     "tests/_pkg.py", "tests/conftest.py", "tests/test_configs.py", "tests/test_rewards_common.py",
     "tests/test_smoke.py", "tests/test_resume.py", "tests/test_distributed.py", "tests/test_registry.py",
     "{pkg}/memory.py", "tests/test_memory.py", "benchmarks/device_memory_check.py",
+    "{pkg}/archs.py", "{pkg}/estimator.py", "{pkg}/launch.py", "{pkg}/doctor.py", "{pkg}/machine.py",
+    "tests/test_doctor.py", "benchmarks/bench_layer_working_set.py",
     "{pkg}/priming.py", "benchmarks/bench_smoke_learns.py",
     "eval.py", "plot.py", "{pkg}/evaluate.py", "{pkg}/plots.py", "tests/test_eval.py", "tests/test_plot.py",
     "tests/_smoke_run.py",

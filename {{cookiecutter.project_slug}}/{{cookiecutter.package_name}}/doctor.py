@@ -1,0 +1,368 @@
+"""Pre-flight check on the GPU machine, before the paid hour starts: one line per check, each with its fix.
+
+    python -m <package>.doctor                          # the project's default preset
+    python -m <package>.doctor --config configs/24gb.yaml [--accelerate-config configs/accelerate/zero3.yaml]
+
+Checks: the GPUs (count, name, memory, bf16, driver vs the CUDA build of torch), installed versions vs the
+project's pins and TRL's supported vLLM range, the preset's estimated peak vs free GPU memory, vLLM's KV budget
+for one full-length request, bubblewrap (projects with a code sandbox), the dataset, disk space for the
+checkpoints, the tracker's login. Exit status 0 when nothing blocks training, 1 when something does.
+Every fact about the machine comes through :class:`Machine`, so tests pass fakes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from . import launch as launches
+from . import memory
+from .archs import EstimateError, resolve_arch
+from .estimator import GIB, VLLM_OVERHEAD_GIB, vllm_one_request_gib, vllm_weights_gib
+from .machine import Gpu, Machine  # noqa: F401 - Gpu: re-exported for tests
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE_DIR = Path(__file__).resolve().parent
+MIN_DRIVER = {11: (450, 80), 12: (525, 60), 13: (580, 0)}  # Linux driver a CUDA major version needs (NVIDIA)
+OK, WARN, BLOCK = "ok", "warning", "BLOCKER"
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    status: str
+    message: str
+    fix: str = ""
+
+    def line(self) -> str:
+        text = f"[{self.status:>7}] {self.name}: {self.message}"
+        return text + (f" -> {self.fix}" if self.fix and self.status != OK else "")
+
+
+# --- configs ----------------------------------------------------------------------------------------------------------
+
+
+def read_config(path: str | Path) -> dict[str, Any]:
+    """The training config as a dict (one function, so a typed config loader can replace it)."""
+    return memory.load_config(path)
+
+
+def default_config_path(root: Path = ROOT) -> Path | None:
+    answers = root / ".cookiecutter.json"
+    try:
+        gpu = json.loads(answers.read_text(encoding="utf-8")).get("gpu")
+    except (OSError, ValueError):
+        return None
+    return root / "configs" / f"{gpu}.yaml" if gpu else None
+
+
+def pinned(pyproject: Path) -> dict[str, str]:
+    """``name -> version`` of the ``==`` pins in pyproject.toml's [project] dependencies."""
+    text = pyproject.read_text(encoding="utf-8")
+    block = re.search(r"^dependencies\s*=\s*\[(.*?)^\]", text, re.S | re.M)
+    pins = re.findall(r'"([A-Za-z0-9_.\-]+)==([^";\s]+)"', block.group(1) if block else "")
+    return {name.lower(): version for name, version in pins}
+
+
+def _version_tuple(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in re.findall(r"\d+", text)[:3])
+
+
+def trl_vllm_range(requires: list[str]) -> tuple[str | None, str | None]:
+    """TRL's supported vLLM range from its own metadata (the ``vllm`` extra), e.g. ('0.22.0', '0.31.0')."""
+    for requirement in requires:
+        if requirement.startswith("vllm") and "extra" in requirement:
+            low = re.search(r">=\s*([\d.]+)", requirement)
+            high = re.search(r"<=\s*([\d.]+)", requirement)
+            return (low.group(1) if low else None), (high.group(1) if high else None)
+    return None, None
+
+
+# --- the checks -------------------------------------------------------------------------------------------------------
+
+
+def check_gpus(config: dict[str, Any], machine: Machine) -> Check:
+    if memory._flag(config, "use_cpu", False):
+        return Check("gpu", OK, "CPU config: no GPU needed")
+    gpus = machine.gpus()
+    if not gpus:
+        return Check("gpu", BLOCK, "no CUDA GPU visible to torch",
+                     "install the CUDA build of torch (pip install torch==<pin> from PyPI), check nvidia-smi and "
+                     "CUDA_VISIBLE_DEVICES")
+    first = gpus[0]
+    names = ", ".join(sorted({gpu.name for gpu in gpus}))
+    text = (f"{len(gpus)} x {names}, {first.total_gib:.0f} GiB each, bf16 {'yes' if first.bf16 else 'no'}, "
+            f"driver {machine.driver() or '?'}, torch CUDA {machine.torch_cuda() or '?'}")
+    wants_bf16 = memory._flag(config, "bf16", False) or str(config.get("dtype")) in ("bfloat16", "bf16")
+    if wants_bf16 and not first.bf16:
+        return Check("gpu", BLOCK, text + f" (compute capability {first.capability[0]}.{first.capability[1]})",
+                     "this GPU has no bf16: set bf16: false, fp16: true, dtype: float16 and use_vllm: false")
+    cuda, driver = machine.torch_cuda(), machine.driver()
+    if cuda and driver:
+        needed = MIN_DRIVER.get(_version_tuple(cuda)[0])
+        if needed and _version_tuple(driver)[:2] < needed:
+            return Check("gpu", BLOCK, text, f"torch's CUDA {cuda} needs NVIDIA driver >= {needed[0]}.{needed[1]:02d}: "
+                                             "update the driver, or install a torch built for an older CUDA")
+    processes = max(1, int(config.get("num_processes") or 1))
+    if processes > len(gpus):
+        return Check("gpu", WARN, text + f"; the preset is sized for {processes} processes",
+                     f"use {processes} GPUs, or pass --num_processes {len(gpus)} (fewer prompts per step)")
+    return Check("gpu", OK, text)
+
+
+def check_versions(config: dict[str, Any], machine: Machine, pyproject: Path,
+                   run: launches.Launch) -> list[Check]:
+    checks = []
+    pins = pinned(pyproject) if pyproject.is_file() else {}
+    missing = [name for name in pins if machine.version(name) is None]
+    differ = [f"{name} {machine.version(name)} (pinned {version})" for name, version in pins.items()
+              if machine.version(name) is not None and str(machine.version(name)).split("+")[0] != version]
+    if missing:
+        checks.append(Check("versions", BLOCK, f"not installed: {', '.join(missing)}", "pip install -e '.[dev]'"))
+    elif differ:
+        checks.append(Check("versions", WARN, "differs from the pins: " + "; ".join(differ),
+                            "pip install -e '.[dev]' in a fresh venv (the pins were tested together)"))
+    else:
+        checks.append(Check("versions", OK, f"{len(pins)} pinned packages installed at their pins"))
+    needs = {}
+    if memory._flag(config, "use_vllm", False) and not memory._flag(config, "use_cpu", False):
+        needs["vllm"] = "use_vllm: true"
+    if "8bit" in str(config.get("optim") or "") or memory._flag(config, "load_in_4bit", False) \
+            or memory._flag(config, "load_in_8bit", False):
+        needs["bitsandbytes"] = "8-bit optimizer / quantized weights"
+    if run.kind == "deepspeed":
+        needs["deepspeed"] = "the DeepSpeed launch"
+    for package, why in needs.items():
+        if machine.version(package) is None:
+            checks.append(Check(package, BLOCK, f"not installed ({why})", "pip install -e '.[gpu]'"))
+    vllm = machine.version("vllm")
+    if "vllm" in needs and vllm:
+        low, high = trl_vllm_range(machine.requires("trl"))
+        inside = (low is None or _version_tuple(vllm) >= _version_tuple(low)) and \
+                 (high is None or _version_tuple(vllm) <= _version_tuple(high))
+        if not inside:
+            checks.append(Check("vllm", BLOCK, f"vllm {vllm} is outside TRL's supported range {low}..{high}",
+                                f"pip install 'vllm>={low},<={high}' matching the pinned torch"))
+        else:
+            checks.append(Check("vllm", OK, f"vllm {vllm} within TRL's supported range {low}..{high}"))
+    return checks
+
+
+def check_memory(config: dict[str, Any], machine: Machine, run: launches.Launch) -> list[Check]:
+    if memory._flag(config, "use_cpu", False):
+        return [Check("memory", OK, "CPU config: no GPU memory check")]
+    gpus = machine.gpus()
+    if not gpus:
+        return [Check("memory", WARN, "no GPU: cannot compare the estimate with free memory", "see the gpu line")]
+    gpu = gpus[0]
+    try:
+        est = memory.estimate(config, gpu.total_gib, None, run)
+    except EstimateError as error:
+        return [Check("memory", WARN, str(error), "pass a model config.json to python -m <package>.memory")]
+    checks = []
+    used = gpu.total_gib - gpu.free_gib
+    text = (f"estimated peak {est.total:.1f} GiB per GPU ({est.sharding}); {gpu.free_gib:.1f} of "
+            f"{gpu.total_gib:.0f} GiB free")
+    if est.total > gpu.free_gib:
+        fix = "; ".join(memory.advice(est, config, None, run)[1:3]) or "a smaller preset"
+        if used > 1.0:
+            fix = f"{used:.1f} GiB is already in use by other processes (nvidia-smi); " + fix
+        checks.append(Check("memory", BLOCK, text, fix))
+    elif est.total > 0.9 * gpu.free_gib:
+        checks.append(Check("memory", WARN, text + " (under 10% headroom; estimates are not measurements)",
+                            "lower per_device_train_batch_size and raise gradient_accumulation_steps"))
+    else:
+        checks.append(Check("memory", OK, text))
+    if memory._flag(config, "use_vllm", False) and str(config.get("vllm_mode") or "colocate") == "colocate":
+        arch = resolve_arch(str(config.get("model_name_or_path") or ""))
+        fraction = float(config.get("vllm_gpu_memory_utilization") or 0.3)
+        tp = max(1, int(config.get("vllm_tensor_parallel_size") or 1))
+        budget = fraction * gpu.total_gib - vllm_weights_gib(arch, memory._flag(config, "load_in_4bit", False), tp) \
+            - VLLM_OVERHEAD_GIB
+        need, tokens = vllm_one_request_gib(config)
+        text = f"vLLM KV budget {budget:.2f} GiB ({fraction:g} x {gpu.total_gib:.0f} GiB - weights - ~1 GiB); one " \
+               f"{tokens}-token request needs {need:.2f} GiB"
+        if need > budget:
+            seq = int(config.get("max_prompt_length") or 512) + int(config.get("max_completion_length") or 512)
+            fix = (f"set vllm_max_model_length: {seq}" if not config.get("vllm_max_model_length")
+                   else "raise vllm_gpu_memory_utilization")
+            checks.append(Check("vllm-kv", BLOCK, text + ": vLLM cannot start", fix))
+        else:
+            checks.append(Check("vllm-kv", OK, text))
+    return checks
+
+
+def has_sandbox(package_dir: Path = PACKAGE_DIR) -> bool:
+    return (package_dir / "sandbox.py").is_file() or (package_dir / "sandbox").is_dir()
+
+
+def check_bubblewrap(config: dict[str, Any], machine: Machine, package_dir: Path = PACKAGE_DIR) -> Check | None:
+    """Only for projects that run model-written code (a sandbox module and sandbox settings in the config)."""
+    if not has_sandbox(package_dir) or "sandbox_isolation" not in config:
+        return None
+    isolation = str(config.get("sandbox_isolation"))
+    path = machine.which("bwrap")
+    severity = BLOCK if isolation == "required" else WARN
+    fix = ("apt-get install bubblewrap (and allow unprivileged user namespaces: "
+           "sysctl kernel.unprivileged_userns_clone=1)")
+    if path is None:
+        return Check("bubblewrap", severity, f"bwrap not found (sandbox_isolation: {isolation})", fix)
+    works, why = machine.bwrap_runs(path)
+    if not works:
+        return Check("bubblewrap", severity, f"{path} cannot create a sandbox here: {why}", fix)
+    return Check("bubblewrap", OK, f"{path} runs (sandbox_isolation: {isolation})")
+
+
+def _local_columns(path: Path) -> list[str]:
+    if path.suffix in (".jsonl", ".json"):
+        with path.open(encoding="utf-8") as handle:
+            first = handle.readline()
+        row = json.loads(first) if first.strip() else {}
+        return list(row) if isinstance(row, dict) else []
+    if path.suffix == ".csv":
+        with path.open(encoding="utf-8") as handle:
+            return [name.strip() for name in handle.readline().split(",")]
+    import pyarrow.parquet as parquet
+
+    return list(parquet.read_schema(path).names)
+
+
+def check_dataset(config: dict[str, Any], machine: Machine, required: tuple[str, ...], root: Path = ROOT) -> Check:
+    name = str(config.get("dataset_name") or "")
+    if name.startswith("generate:"):
+        return Check("dataset", OK, f"{name}: generated locally")
+    local = Path(name) if Path(name).is_absolute() else root / name
+    if local.suffix in (".jsonl", ".json", ".csv", ".parquet") or local.exists():
+        if not local.is_file():
+            return Check("dataset", BLOCK, f"{name} does not exist", "fix dataset_name or copy the file there")
+        try:
+            columns = _local_columns(local)
+        except (OSError, ValueError, ImportError) as error:
+            return Check("dataset", BLOCK, f"{name} cannot be read: {error}", "check the file's format")
+        missing = [column for column in required if column not in columns]
+        if missing:
+            return Check("dataset", BLOCK, f"{name} lacks column(s) {', '.join(missing)} (has {', '.join(columns)})",
+                         f"every row needs {', '.join(required)}")
+        return Check("dataset", OK, f"{name}: columns {', '.join(required)} present")
+    offline = any(machine.environ.get(key, "") in ("1", "true", "True")
+                  for key in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"))
+    cached = machine.hub_cached(name)
+    if cached:
+        return Check("dataset", OK, f"{name}: in the local Hugging Face cache")
+    if offline:
+        return Check("dataset", BLOCK, f"{name}: not cached and HF_HUB_OFFLINE is set",
+                     "download it once on a connected machine (python -c \"import datasets; "
+                     f"datasets.load_dataset('{name}')\") and copy ~/.cache/huggingface, or use a local file")
+    if machine.hub_reachable():
+        return Check("dataset", OK, f"{name}: the hub is reachable (downloaded on first use)")
+    return Check("dataset", WARN, f"{name}: not cached and the hub is not reachable from here",
+                 "offline recipe: load it once where the hub is reachable, copy ~/.cache/huggingface here, then "
+                 "set HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1; or point dataset_name at a local JSONL file")
+
+
+def checkpoint_gib(config: dict[str, Any]) -> float:
+    """One checkpoint on disk: trainable weights + optimizer state (+ the frozen base model for full fine-tunes)."""
+    arch = resolve_arch(str(config.get("model_name_or_path") or ""))
+    eight_bit = "8bit" in str(config.get("optim") or "")
+    moments = 2 if eight_bit else 8
+    if memory._flag(config, "use_peft", False):
+        from .estimator import _targets
+
+        lora = arch.lora_params(int(config.get("lora_r") or 16), _targets(config.get("lora_target_modules")))
+        return lora * (4 + moments + 4) / GIB  # adapter + optimizer + a safety copy of the weights in the state
+    weights = arch.params * (2 if str(config.get("dtype")) in ("bfloat16", "float16", "bf16") else 4)
+    return (weights + arch.params * moments) / GIB
+
+
+def check_disk(config: dict[str, Any], machine: Machine, root: Path = ROOT) -> Check:
+    keep = int(config.get("save_total_limit") or 1)
+    try:
+        each = checkpoint_gib(config)
+    except EstimateError:
+        return Check("disk", WARN, "unknown model: checkpoint size not estimated", "check free disk space by hand")
+    output = Path(str(config.get("output_dir") or "outputs"))
+    output = output if output.is_absolute() else root / output
+    needed = each * (keep + 1)  # the kept checkpoints, the one being written, and the final save
+    free = machine.disk_free_gib(output)
+    text = (f"{free:.1f} GiB free at {output}; {keep} checkpoint(s) of ~{each:.2f} GiB + final model need "
+            f"{needed:.1f} GiB")
+    if free < needed:
+        return Check("disk", BLOCK, text, "free disk space, lower save_total_limit, or set output_dir elsewhere")
+    if free < 2 * needed:
+        return Check("disk", WARN, text, "little room left for logs and evaluation outputs")
+    return Check("disk", OK, text)
+
+
+def check_tracker(config: dict[str, Any], machine: Machine) -> Check:
+    report_to = config.get("report_to") or "none"
+    trackers = [report_to] if isinstance(report_to, str) else list(report_to)
+    trackers = [t for t in trackers if t not in ("none", "")]
+    if not trackers:
+        return Check("tracker", OK, "report_to: none")
+    problems = []
+    for tracker in trackers:
+        package = {"wandb": "wandb", "trackio": "trackio", "tensorboard": "tensorboard"}.get(tracker, tracker)
+        if machine.version(package) is None:
+            problems.append((f"{tracker}: not installed", f"pip install {package}"))
+            continue
+        if tracker == "wandb":
+            mode = machine.environ.get("WANDB_MODE", "")
+            netrc = machine.home / ".netrc"
+            logged_in = bool(machine.environ.get("WANDB_API_KEY")) or (
+                netrc.is_file() and "api.wandb.ai" in netrc.read_text(encoding="utf-8", errors="replace"))
+            if not logged_in and mode not in ("offline", "disabled"):
+                problems.append(("wandb: not logged in", "wandb login (or WANDB_API_KEY=..., or WANDB_MODE=offline)"))
+    if problems:
+        return Check("tracker", BLOCK, "; ".join(p for p, _ in problems), "; ".join(f for _, f in problems))
+    return Check("tracker", OK, f"report_to: {', '.join(trackers)} ready")
+
+
+def run_checks(config: dict[str, Any], machine: Machine, root: Path = ROOT, package_dir: Path = PACKAGE_DIR,
+               accelerate_config: str | None = None) -> list[Check]:
+    from . import data
+
+    try:
+        run = launches.resolve(config, machine.environ, accelerate_config)
+    except launches.LaunchError as error:
+        return [Check("launch", BLOCK, str(error), "fix the --accelerate-config path")]
+    checks = [check_gpus(config, machine)]
+    checks += check_versions(config, machine, root / "pyproject.toml", run)
+    checks += check_memory(config, machine, run)
+    sandbox = check_bubblewrap(config, machine, package_dir)
+    checks += [sandbox] if sandbox else []
+    checks.append(check_dataset(config, machine, tuple(data.task.REQUIRED_COLUMNS), root))
+    checks.append(check_disk(config, machine, root))
+    checks.append(check_tracker(config, machine))
+    return checks
+
+
+def main(argv: list[str] | None = None, machine: Machine | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Pre-flight check before a GPU training run.")
+    parser.add_argument("--config", default=None, help="a YAML config (default: the project's preset)")
+    parser.add_argument("--accelerate-config", default=None, help="the accelerate config the launch will use")
+    args = parser.parse_args(argv)
+    path = args.config or default_config_path()
+    if path is None:
+        print("error: no --config given and no .cookiecutter.json to find the default preset", file=sys.stderr)
+        return 2
+    try:
+        config = read_config(path)
+    except EstimateError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    checks = run_checks(config, machine or Machine(), accelerate_config=args.accelerate_config)
+    print(f"doctor: {path}")
+    for check in checks:
+        print(check.line())
+    blockers = [check for check in checks if check.status == BLOCK]
+    print(f"{len(blockers)} blocker(s), {sum(c.status == WARN for c in checks)} warning(s)")
+    return 1 if blockers else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
