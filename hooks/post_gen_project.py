@@ -23,6 +23,8 @@ TASK_FILES = {
     "math": [
         "{pkg}/task_math.py",
         "{pkg}/rewards/math_task.py",
+        "{pkg}/rewards/math_answer.py",
+        "{pkg}/rewards/math_verify_worker.py",
         "data/math_sample.jsonl",
         "docs/smoke_math.png",
         "tests/test_rewards_math.py",
@@ -41,6 +43,7 @@ TASK_FILES = {
     "json": [
         "{pkg}/task_json.py",
         "{pkg}/rewards/json_task.py",
+        "{pkg}/rewards/json_schema_worker.py",
         "data/json_sample.jsonl",
         "docs/smoke_json.png",
         "tests/test_rewards_json.py",

@@ -60,6 +60,8 @@ from .math_answer import (
     BOUND,
     MAX_RAW_ANSWER_CHARS,
     HEDGE_WORDS,
+    KNOWN_UNITS,
+    MATH_NAMES,
     _NUMBER,
     as_number,
     decimals,
@@ -140,6 +142,7 @@ WORKER = MathVerifyWorker()
 # ------------------------------------------------------------------------------------------------ reward
 
 _PROSE = re.compile(r"[A-Za-z\s.,:;'\"()-]*")
+_SHORT_WORDS = frozenset("of in on at by is as so it we he us my an for".split())
 
 
 def _number_in_prose(pred: str) -> tuple[Fraction, str] | None:
@@ -151,9 +154,12 @@ def _number_in_prose(pred: str) -> tuple[Fraction, str] | None:
     before, after = pred[: m.start()], pred[m.end() :]
     if (before and before[-1].isalpha()) or (after and (after[0].isalpha() or after[0] == "^")):
         return None  # "x72", "72x", "72i": a product, not a number in a sentence
-    words = after.split()
-    if words and len(words[0].strip(".,;:")) == 1 and words[0][0].isalpha():
-        return None  # "72 x": a one-letter word after the number is a variable
+    words = [w.strip(".,;:'\"()").lower() for w in (before + " " + after).split()]
+    if any(w in MATH_NAMES for w in words):
+        return None  # "72 pi", "sqrt 72"
+    nxt = after.split()[0].strip(".,;:'\"()") if after.split() else ""
+    if nxt and len(nxt) <= 2 and nxt not in KNOWN_UNITS and nxt.lower() not in _SHORT_WORDS:
+        return None  # "72 x", "72 xy": a short name after the number is a variable
     if not _PROSE.fullmatch(before + " " + after):
         return None
     value = as_number(m.group(0))
