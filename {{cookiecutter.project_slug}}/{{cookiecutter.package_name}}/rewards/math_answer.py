@@ -122,7 +122,7 @@ _LEAD_IN = re.compile(
 _DELIMS = [("$$", "$$"), ("$", "$"), ("\\[", "\\]"), ("\\(", "\\)")]
 _TEXT_CMD = re.compile(r"\\(?:text|textbf|mathrm|mbox|textnormal|operatorname)\s*\{([^{}]*)\}")
 _CURRENCY = re.compile(r"\\\$|\$|€|£|¥|₹|\\euro|\b(?:usd|eur|gbp|rs)\b\.?", re.IGNORECASE)
-_NUMBER = re.compile(r"[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|[-+]?\.\d+")
+NUMBER = re.compile(r"[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|[-+]?\.\d+")
 _PLAIN_NUMBER = re.compile(r"(?P<sign>[-+])?\s*(?P<int>\d{1,3}(?:,\d{3})+|\d+)?(?:\.(?P<dec>\d+))?")
 _FRACTION = re.compile(
     r"(?P<sign>[-+])?\s*(?:\\[dt]?frac\s*\{\s*(?P<a>\d+)\s*\}\s*\{\s*(?P<b>\d+)\s*\}"
@@ -161,7 +161,9 @@ def _unit_word(word: str) -> bool:
     if word in KNOWN_UNITS:
         return True
     lower = word.lower()
-    return len(word) >= 3 and lower not in MATH_NAMES and lower not in _WORD_BREAKERS and any(v in lower for v in "aeiouy")
+    if len(word) < 3 or lower in MATH_NAMES or lower in _WORD_BREAKERS:
+        return False
+    return any(v in lower for v in "aeiouy")
 
 
 def strip_unit_tail(s: str) -> str:
@@ -231,7 +233,7 @@ def normalize(s: str) -> str:
     s = s.strip().rstrip(".").strip()
     if s.endswith("%"):
         s = s[:-2] if s.endswith("\\%") else s[:-1]
-    s = strip_unit_tail(s.strip()) if _NUMBER.search(s) else s
+    s = strip_unit_tail(s.strip()) if NUMBER.search(s) else s
     s = s.replace("^\\circ", "").replace("^{\\circ}", "").replace("°", "").strip()
     return " ".join(s.split())
 
@@ -286,7 +288,7 @@ BOUND = re.compile(
 
 def multiple_candidates(pred: str) -> bool:
     """True when the answer offers several values ("72 or 73", "73 \\to 72", one per line, "72 73")."""
-    if len(_NUMBER.findall(pred)) < 2:
+    if len(NUMBER.findall(pred)) < 2:
         return False
     if HEDGE_WORDS.search(pred) or RANGE_WORDS.search(pred):
         return True

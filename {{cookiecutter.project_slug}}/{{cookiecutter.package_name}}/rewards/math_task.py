@@ -58,11 +58,11 @@ from .common import RewardFunc, column, completion_texts, register
 from .math_answer import (
     APPROX,
     BOUND,
-    MAX_RAW_ANSWER_CHARS,
     HEDGE_WORDS,
     KNOWN_UNITS,
     MATH_NAMES,
-    _NUMBER,
+    MAX_RAW_ANSWER_CHARS,
+    NUMBER,
     as_number,
     decimals,
     extract_prediction,
@@ -147,7 +147,7 @@ _SHORT_WORDS = frozenset("of in on at by is as so it we he us my an for".split()
 
 def _number_in_prose(pred: str) -> tuple[Fraction, str] | None:
     """The one number of a short sentence ("She earned 10"), when everything else is words and punctuation."""
-    numbers = list(_NUMBER.finditer(pred))
+    numbers = list(NUMBER.finditer(pred))
     if len(numbers) != 1 or HEDGE_WORDS.search(pred):
         return None
     m = numbers[0]

@@ -133,4 +133,3 @@ class TimedWorker:
     def close(self) -> None:
         with self._lock:
             self._kill()
-
