@@ -26,6 +26,7 @@ MAX_EXPONENT_DIGITS = 4
 # ------------------------------------------------------------------------------------------- extraction
 
 _BOX_COMMANDS = ("\\boxed", "\\fbox")
+_BRACE = re.compile(r"[{}]")
 
 
 def boxed_spans(text: str) -> list[tuple[int, int, int]]:
@@ -35,11 +36,8 @@ def boxed_spans(text: str) -> list[tuple[int, int, int]]:
     """
     partner: dict[int, int] = {}
     stack: list[int] = []
-    i = -1
-    while True:
-        i = _next_brace(text, i + 1)
-        if i < 0:
-            break
+    for brace in _BRACE.finditer(text):
+        i = brace.start()
         if text[i] == "{":
             stack.append(i)
         elif stack:
@@ -56,11 +54,6 @@ def boxed_spans(text: str) -> list[tuple[int, int, int]]:
             pos = text.find(command, pos + 1)
     spans.sort()
     return spans
-
-
-def _next_brace(text: str, start: int) -> int:
-    a, b = text.find("{", start), text.find("}", start)
-    return a if b < 0 or 0 <= a < b else b
 
 
 def last_boxed(text: str) -> str | None:

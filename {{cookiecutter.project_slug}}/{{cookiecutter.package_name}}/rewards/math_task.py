@@ -31,11 +31,13 @@ whole, never searched for a matching number.
 
 Time bound (any input, any thread): extraction is a linear scan of the completion (cut at ``MAX_COMPLETION_CHARS``);
 an extracted answer over ``MAX_RAW_ANSWER_CHARS`` scores 0.0 before any regex; normalisation and the screens then
-take well under 10 ms. An answer that needs math-verify is screened first (longer than ``MAX_ANSWER_CHARS``,
-nesting deeper than ``MAX_NESTING``, power towers, huge exponents, factorials or binomials score 0.0 at once), then
-compared in a persistent worker process (``math_verify_worker.py``, see :mod:`.timed_worker`) that is killed and
-restarted when a comparison takes over ``VERIFY_TIMEOUT_S`` (math-verify's own timeouts need the main thread). So
-one completion costs at most ``VERIFY_TIMEOUT_S`` (1 s) plus one worker start (importing sympy, typically 0.5-3 s,
+run on that bounded text with regexes that cannot backtrack. All of this stays under ``OWN_CODE_BOUND_S`` (0.2 s,
+approached only by a 100k-character completion packed with braces; microseconds for ordinary ones). An answer that
+needs math-verify is screened first (longer than ``MAX_ANSWER_CHARS``, nesting deeper than ``MAX_NESTING``, power
+towers, huge exponents, factorials or binomials score 0.0 at once), then compared in a persistent worker process
+(``math_verify_worker.py``, see :mod:`.timed_worker`) that is killed and restarted when a comparison takes over
+``VERIFY_TIMEOUT_S`` (math-verify's own timeouts need the main thread). So one completion costs at most
+``OWN_CODE_BOUND_S`` + ``VERIFY_TIMEOUT_S`` (1.2 s), plus one worker start (importing sympy, typically 0.5-3 s,
 capped by ``WORKER_START_TIMEOUT_S``) on the first call and on the call after a kill.
 
 ``None`` is returned when the gold is empty/unparseable, or when the pair needs math-verify and it is not installed
@@ -77,6 +79,7 @@ from .math_answer import (
 from .timed_worker import TimedWorker
 
 VERIFY_TIMEOUT_S = 1.0
+OWN_CODE_BOUND_S = 0.2  # extraction, normalisation and screens on any input (see the module docstring)
 WORKER_START_TIMEOUT_S = 60.0
 WORKER_SCRIPT = Path(__file__).with_name("math_verify_worker.py")
 
