@@ -123,17 +123,30 @@ def test_not_applicable_rows_are_none() -> None:
 
 
 def test_without_jsonschema_rows_are_none(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import builtins
+
+    real_import = builtins.__import__
+
+    def fake_import(name: str, *args: object, **kwargs: object) -> object:
+        if name.split(".")[0] in ("jsonschema", "referencing"):
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+
     (tmp_path / "jsonschema.py").write_text("raise ImportError('jsonschema is not installed')\n")
     worker = json_task.TimedWorker(json_task.WORKER.script, extra_path=(str(tmp_path),))
     json_task.schema_usable.cache_clear()
+    json_task.local_validator.cache_clear()
     monkeypatch.setattr(json_task, "WORKER", worker)
+    monkeypatch.setattr(builtins, "__import__", fake_import)
     try:
         assert one(wrap(GOLD)) is None
+        assert one(wrap('{"s": "a"}'), schema=CATASTROPHIC, gold='{"s": "a"}') is None
         assert worker.available is False and "not installed" in worker.error
     finally:
         monkeypatch.undo()
         worker.close()
         json_task.schema_usable.cache_clear()
+        json_task.local_validator.cache_clear()
     assert one(wrap(GOLD)) == 1.0
 
 
@@ -229,6 +242,18 @@ def test_catastrophic_pattern_scores_zero_and_kills_the_worker() -> None:
     assert json_task.WORKER.restarts == restarts + 1
     assert one(wrap('{"s": "aaa"}'), schema=CATASTROPHIC, gold='{"s": "aaa"}') == 1.0
     assert one(wrap('{"s": "aab"}'), schema=CATASTROPHIC, gold='{"s": "aaa"}') == json_task.SCORE_INVALID
+
+
+def test_risky_schemas_go_to_the_worker() -> None:
+    assert json_task.local_validator(SCHEMA) is not None  # plain keywords: validated in-process
+    for risky in (CATASTROPHIC, json.dumps({"$defs": {"n": {}}, "$ref": "#/$defs/n"}), json.dumps({"format": "email"})):
+        assert json_task.local_validator(risky) is None
+    branch = {"type": "array", "items": {"$ref": "#/$defs/n"}}
+    recursive = json.dumps({"$defs": {"n": {"anyOf": [branch, {**branch, "minItems": 1}]}}, "$ref": "#/$defs/n"})
+    doc = "[" * 40 + '"x"' + "]" * 40  # both branches at every level: 2^40 descents in-process
+    start = time.perf_counter()
+    assert one(wrap(doc), schema=recursive, gold="[]") == 0.0
+    assert time.perf_counter() - start < BOUND
 
 
 def test_fenced_blocks_scanner() -> None:

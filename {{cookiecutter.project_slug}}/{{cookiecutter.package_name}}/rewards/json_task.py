@@ -6,10 +6,13 @@ Extraction: from the last ``<answer>`` block (the whole completion when there is
 
 Validation: jsonschema, honouring ``$schema`` (Draft 2020-12 when absent), with format checking, and a
 ``referencing.Registry`` that refuses to retrieve remote ``$ref`` targets (no network): a row whose schema needs
-one scores None. Validation runs in a persistent worker process (``json_schema_worker.py``, see
-:mod:`.timed_worker`), because a dataset's schema can make it take unbounded time on a model-written document
-(a ``pattern`` such as ``^(a+)+$`` under Python's backtracking ``re``, ``patternProperties``, ``uniqueItems`` over
-thousands of objects); a validation that takes over ``VALIDATE_TIMEOUT_S`` kills the worker and scores 0.0.
+one scores None. A schema can make validation take unbounded time on a model-written document (a ``pattern`` such
+as ``^(a+)+$`` under Python's backtracking ``re``, ``patternProperties``, ``uniqueItems`` over thousands of objects,
+format checkers, a recursive ``$ref`` under ``anyOf`` that branches at every nesting level). So a schema that uses
+any keyword of ``RISKY_KEYWORDS`` anywhere is validated in a persistent worker process (``json_schema_worker.py``,
+see :mod:`.timed_worker`); a validation that takes over ``VALIDATE_TIMEOUT_S`` kills the worker and scores 0.0.
+Other schemas are finite trees of plain keywords (types, properties, required, enum, bounds, items, combinators
+without ``$ref``): validating costs at most schema nodes x document nodes, so they are validated in-process.
 
 Equality with the gold ``answer``: key order is irrelevant, array order matters, strings compare exactly, numbers
 compare by value (``1 == 1.0``; JSON does not distinguish them), but booleans are not numbers (``true != 1``).
@@ -202,6 +205,45 @@ def leaf_fraction(gold: Any, pred: Any) -> float:
 # ------------------------------------------------------------------------------------------------ schema
 
 
+RISKY_KEYWORDS = frozenset(
+    "pattern patternProperties propertyNames uniqueItems format contentEncoding contentMediaType contentSchema "
+    "$ref $dynamicRef $recursiveRef dependencies dependentSchemas unevaluatedProperties unevaluatedItems".split()
+)
+
+
+def _keys(value: Any, depth: int = 0) -> set[str]:
+    """Every dict key anywhere in a parsed schema (property names too: conservative)."""
+    if depth > MAX_DEPTH:
+        return set(RISKY_KEYWORDS)
+    if isinstance(value, dict):
+        out = set(value)
+        for v in value.values():
+            out |= _keys(v, depth + 1)
+        return out
+    if isinstance(value, list):
+        out = set()
+        for v in value:
+            out |= _keys(v, depth + 1)
+        return out
+    return set()
+
+
+@lru_cache(maxsize=1024)
+def local_validator(schema_text: str) -> Any:
+    """An in-process validator for a schema with no risky keyword (cached); None when the worker must validate."""
+    try:
+        schema = json.loads(schema_text)
+        if not isinstance(schema, (dict, bool)) or _keys(schema) & RISKY_KEYWORDS:
+            return None
+        import jsonschema
+
+        cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+        cls.check_schema(schema)
+        return cls(schema)
+    except Exception:
+        return None  # no jsonschema here, or a bad schema: the worker decides
+
+
 WORKER = TimedWorker(Path(__file__).with_name("json_schema_worker.py"), start_timeout=WORKER_START_TIMEOUT_S)
 
 
@@ -213,6 +255,8 @@ def schema_usable(schema_text: str) -> bool | None:
             return False
     except (ValueError, RecursionError):
         return False
+    if local_validator(schema_text) is not None:
+        return True
     reply = WORKER.call({"s": schema_text}, SCHEMA_CHECK_TIMEOUT_S)
     if reply is None:
         return None if WORKER.available is False else False
@@ -225,6 +269,12 @@ TIMED_OUT = "timed out"
 def validate(schema_text: str, doc: Any) -> bool | str | None:
     """Whether ``doc`` satisfies the schema; ``TIMED_OUT`` when validation overran (the worker was killed); None
     when the schema needs a remote ``$ref`` or the worker is unavailable."""
+    local = local_validator(schema_text)
+    if local is not None:
+        try:
+            return bool(local.is_valid(doc))
+        except Exception:
+            return False  # e.g. RecursionError
     reply = WORKER.call({"s": schema_text, "d": json.dumps(doc)}, VALIDATE_TIMEOUT_S)
     if reply is None:
         return None if WORKER.available is False else TIMED_OUT
@@ -295,6 +345,7 @@ __all__ = [
     "extract_json",
     "json_equal",
     "leaf_fraction",
+    "local_validator",
     "schema_usable",
     "score",
     "validate",

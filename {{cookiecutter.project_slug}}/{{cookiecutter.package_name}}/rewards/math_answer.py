@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from fractions import Fraction
+from functools import lru_cache
 
 from ..answer_format import extract_answer
 
@@ -29,7 +30,8 @@ _BOX_COMMANDS = ("\\boxed", "\\fbox")
 _BRACE = re.compile(r"[{}]")
 
 
-def boxed_spans(text: str) -> list[tuple[int, int, int]]:
+@lru_cache(maxsize=4)  # extraction and the several-boxes check look at the same completion
+def boxed_spans(text: str) -> tuple[tuple[int, int, int], ...]:
     r"""``(command_start, content_start, content_end)`` of every balanced ``\boxed{`` / ``\fbox{``, in order.
 
     Linear: one pass pairs every brace with a stack, then each box command looks up its brace's partner.
@@ -52,17 +54,16 @@ def boxed_spans(text: str) -> list[tuple[int, int, int]]:
             if j < len(text) and text[j] == "{" and j in partner:
                 spans.append((pos, j + 1, partner[j]))
             pos = text.find(command, pos + 1)
-    spans.sort()
-    return spans
+    return tuple(sorted(spans))
 
 
 def last_boxed(text: str) -> str | None:
     r"""Content of the last balanced ``\boxed{...}`` (or ``\fbox{...}``) in ``text``, or None."""
-    spans = boxed_spans(text) if "\\boxed" in text or "\\fbox" in text else []
+    spans = boxed_spans(text) if "\\boxed" in text or "\\fbox" in text else ()
     return text[spans[-1][1] : spans[-1][2]] if spans else None
 
 
-def _top_level(spans: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
+def _top_level(spans: tuple[tuple[int, int, int], ...]) -> list[tuple[int, int, int]]:
     out: list[tuple[int, int, int]] = []
     for span in spans:
         if not out or span[0] > out[-1][2]:
