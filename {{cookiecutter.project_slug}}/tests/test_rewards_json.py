@@ -256,6 +256,33 @@ def test_risky_schemas_go_to_the_worker() -> None:
     assert time.perf_counter() - start < BOUND
 
 
+@pytest.mark.parametrize(
+    ("pattern", "bounded"),
+    [
+        ("^A-[0-9]{4}$", True),
+        ("^[0-9]{4}-[0-9]{2}-[0-9]{2}$", True),
+        ("^(?:red|green|blue)$", True),
+        ("^[0-9]{1,5}[0-9]{1,5}[0-9]{1,5}$", False),  # 5 x 5 x 5 choices: over the budget
+        ("^(a+)+$", False),
+        ("^[a-z]+@[a-z]+$", False),  # unbounded repeats go to the worker
+        ("(a)\\1", False),
+        ("(?=a)a", False),
+        ("(?:ab){3}", False),  # a repeat of more than one character
+        ("[", False),
+        (5, False),
+    ],
+)
+def test_bounded_pattern(pattern: object, bounded: bool) -> None:
+    assert json_task.bounded_pattern(pattern) is bounded
+
+
+def test_fixed_width_patterns_stay_in_process_and_still_apply() -> None:
+    schema = json.dumps({"type": "object", "properties": {"id": {"type": "string", "pattern": "^A-[0-9]{4}$"}}})
+    assert json_task.local_validator(schema) is not None
+    assert one(wrap('{"id": "A-1234"}'), schema=schema, gold='{"id": "A-1234"}') == 1.0
+    assert one(wrap('{"id": "A-12345"}'), schema=schema, gold='{"id": "A-1234"}') == json_task.SCORE_INVALID
+
+
 def test_fenced_blocks_scanner() -> None:
     assert json_task.fenced_blocks("a ```json\n[1]\n``` b ```\n{}``` c ```open") == ["\n[1]\n", "\n{}"]
     assert one(wrap("```json\n" + GOLD + "\n```")) == 1.0

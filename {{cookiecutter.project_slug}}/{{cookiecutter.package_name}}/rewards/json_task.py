@@ -9,10 +9,11 @@ Validation: jsonschema, honouring ``$schema`` (Draft 2020-12 when absent), with 
 one scores None. A schema can make validation take unbounded time on a model-written document (a ``pattern`` such
 as ``^(a+)+$`` under Python's backtracking ``re``, ``patternProperties``, ``uniqueItems`` over thousands of objects,
 format checkers, a recursive ``$ref`` under ``anyOf`` that branches at every nesting level). So a schema that uses
-any keyword of ``RISKY_KEYWORDS`` anywhere is validated in a persistent worker process (``json_schema_worker.py``,
-see :mod:`.timed_worker`); a validation that takes over ``VALIDATE_TIMEOUT_S`` kills the worker and scores 0.0.
-Other schemas are finite trees of plain keywords (types, properties, required, enum, bounds, items, combinators
-without ``$ref``): validating costs at most schema nodes x document nodes, so they are validated in-process.
+any keyword of ``RISKY_KEYWORDS`` anywhere, or a regex that is not :func:`bounded_pattern`, is validated in a
+persistent worker process (``json_schema_worker.py``, see :mod:`.timed_worker`); a validation that takes over
+``VALIDATE_TIMEOUT_S`` kills the worker and scores 0.0. Other schemas are finite trees of plain keywords (types,
+properties, required, enum, bounds, items, combinators without ``$ref``, fixed-width patterns such as
+``^[0-9]{4}$``): validating costs at most schema nodes x document nodes, so they are validated in-process.
 
 Equality with the gold ``answer``: key order is irrelevant, array order matters, strings compare exactly, numbers
 compare by value (``1 == 1.0``; JSON does not distinguish them), but booleans are not numbers (``true != 1``).
@@ -206,9 +207,78 @@ def leaf_fraction(gold: Any, pred: Any) -> float:
 
 
 RISKY_KEYWORDS = frozenset(
-    "pattern patternProperties propertyNames uniqueItems format contentEncoding contentMediaType contentSchema "
-    "$ref $dynamicRef $recursiveRef dependencies dependentSchemas unevaluatedProperties unevaluatedItems".split()
+    "uniqueItems format contentEncoding contentMediaType contentSchema $ref $dynamicRef $recursiveRef dependencies "
+    "dependentSchemas unevaluatedProperties unevaluatedItems".split()
 )
+MAX_PATTERN_CHOICES = 64  # a regex is matched in-process only when bounded this way (see bounded_pattern)
+MAX_PATTERN_REPEAT = 100
+
+
+def bounded_pattern(pattern: object) -> bool:
+    """Whether Python's ``re`` matches ``pattern`` in time linear in the text (so no worker is needed).
+
+    Accepted: literals, classes, anchors, groups and alternations, with repeats only of a single character or class
+    and at most ``MAX_PATTERN_REPEAT`` times (``[0-9]{4}``, ``^A-[0-9]{4}$``), the product of the choices of all
+    repeats and alternations at most ``MAX_PATTERN_CHOICES``. Anything else (``+``, ``*``, nested repeats,
+    backreferences, lookarounds) is left to the worker.
+    """
+    if not isinstance(pattern, str) or len(pattern) > 1000:
+        return False
+    try:
+        try:
+            from re import _parser as sre_parse  # Python >= 3.11
+        except ImportError:  # pragma: no cover - Python 3.10
+            import sre_parse  # type: ignore[no-redef]
+        choices = _choices(sre_parse.parse(pattern).data, sre_parse)
+    except Exception:
+        return False
+    return choices is not None and choices <= MAX_PATTERN_CHOICES
+
+
+def _choices(items: list[Any], sre: Any) -> int | None:
+    c = sre.constants if hasattr(sre, "constants") else sre
+    single = {c.LITERAL, c.NOT_LITERAL, c.IN, c.ANY, c.CATEGORY}
+    total = 1
+    for op, av in items:
+        if op in single or op == c.AT:
+            continue
+        if op in (c.MAX_REPEAT, c.MIN_REPEAT):
+            low, high, sub = av
+            if high == c.MAXREPEAT or high > MAX_PATTERN_REPEAT or len(sub.data) != 1 or sub.data[0][0] not in single:
+                return None
+            total *= high - low + 1
+        elif op == c.SUBPATTERN:
+            inner = _choices(av[-1].data, sre)
+            if inner is None:
+                return None
+            total *= inner
+        elif op == c.BRANCH:
+            arms = [_choices(arm.data, sre) for arm in av[1]]
+            if any(a is None for a in arms):
+                return None
+            total *= sum(arms)  # type: ignore[arg-type]
+        else:
+            return None
+        if total > MAX_PATTERN_CHOICES:
+            return None
+    return total
+
+
+def _patterns_bounded(value: Any, depth: int = 0) -> bool:
+    """Every ``pattern`` and ``patternProperties`` regex anywhere in a parsed schema is :func:`bounded_pattern`."""
+    if depth > MAX_DEPTH:
+        return False
+    if isinstance(value, dict):
+        for key, v in value.items():
+            if key == "pattern" and not bounded_pattern(v):
+                return False
+            if key == "patternProperties" and not (isinstance(v, dict) and all(bounded_pattern(k) for k in v)):
+                return False
+            if not _patterns_bounded(v, depth + 1):
+                return False
+    elif isinstance(value, list):
+        return all(_patterns_bounded(v, depth + 1) for v in value)
+    return True
 
 
 def _keys(value: Any, depth: int = 0) -> set[str]:
@@ -233,7 +303,7 @@ def local_validator(schema_text: str) -> Any:
     """An in-process validator for a schema with no risky keyword (cached); None when the worker must validate."""
     try:
         schema = json.loads(schema_text)
-        if not isinstance(schema, (dict, bool)) or _keys(schema) & RISKY_KEYWORDS:
+        if not isinstance(schema, (dict, bool)) or _keys(schema) & RISKY_KEYWORDS or not _patterns_bounded(schema):
             return None
         import jsonschema
 
