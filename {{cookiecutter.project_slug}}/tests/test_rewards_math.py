@@ -244,6 +244,8 @@ def test_huge_unicode_completion() -> None:
         ("72 y^2", "72"),
         ("72 m", "72"),  # a single letter is never stripped
         ("72 xy", "72"),
+        ("72 xyz", "72"),
+        ("72 abc", "72"),
         ("72 pi", "72"),
         ("72\\pi", "72"),
         ("72 a", "72"),

@@ -7,7 +7,7 @@ quantifier that can backtrack (unit words are recognised by a hand scanner), so 
 on a bounded input: well under 10 ms for any input.
 
 Units are stripped only when they are words: a known unit (``cm``, ``kg``, ``mph``...), a compound of units
-(``m/s``, ``km/h``, ``cm^2``), a word of three or more letters that is not a math name (``sin``, ``pi``, ``theta``),
+(``m/s``, ``km/h``, ``cm^2``), a word of four or more letters with a vowel that is not a math name (``theta``),
 or the content of ``\text{...}`` right after a number. A single letter (``x``, ``i``, ``y^2``) is never a unit.
 """
 
@@ -130,7 +130,7 @@ _ALPHA = re.compile(r"[A-Za-z]+")
 KNOWN_UNITS = frozenset(
     "cm mm km nm um kg mg ml mL dl cl kl ft yd mi lb lbs oz hr hrs min mins sec secs ms us ns mph kph kmh "
     "kmph cc sq cu km2 kW kw MW mW kJ kj mA mV kV Hz hz GB MB KB kB TB Gb Mb pt qt gal pcs pc yr yrs wk wks "
-    "am pm AM PM st nd rd th deg".split()
+    "am pm AM PM st nd rd th deg men kids cars toys eggs pens cups boys days hours".split()
 )
 SINGLE_LETTER_UNITS = frozenset("m s h g l L K N J W V A".split())  # only inside a compound such as m/s, km/h
 MATH_NAMES = frozenset(
@@ -155,9 +155,9 @@ def _unit_word(word: str) -> bool:
     if word in KNOWN_UNITS:
         return True
     lower = word.lower()
-    if len(word) < 3 or lower in MATH_NAMES or lower in _WORD_BREAKERS:
+    if len(word) < 4 or lower in MATH_NAMES or lower in _WORD_BREAKERS:
         return False
-    return any(v in lower for v in "aeiouy")
+    return any(v in lower for v in "aeiou")  # "clips", "dollars"; never "xyz" or "abc" (products of variables)
 
 
 def strip_unit_tail(s: str) -> str:

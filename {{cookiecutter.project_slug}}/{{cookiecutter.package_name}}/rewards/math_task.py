@@ -10,8 +10,9 @@ Scoring (``correctness`` in {0, 1}, or None):
 
 1. Normalise both sides (:mod:`.math_answer`: LaTeX delimiters, ``\boxed``, ``\text{}``/``\mathrm{}``,
    ``\$``/currency, thousands separators, a lead-in such as "The answer is", ``x =``, a trailing period, ``%``,
-   degrees, and trailing unit WORDS: a known unit, a compound such as ``km/h``, or a word of 3+ letters that is not
-   a math name; a single letter is a variable, never a unit, so ``72x``, ``72i`` and ``72 y^2`` stay as they are).
+   degrees, and trailing unit WORDS: a known unit, a compound such as ``km/h``, or a word of 4+ letters with a vowel
+   that is not a math name; a single letter is a variable, never a unit, so ``72x``, ``72i``, ``72 y^2`` and
+   ``72 xyz`` stay as they are).
    For a numeric gold, a short sentence holding exactly one number and otherwise only words ("She earned $10.")
    counts as that number, unless a letter or ``^`` is glued to the number or a one-letter word follows it.
 2. Stdlib fast path: if both sides are plain numbers (integers, decimals, ``a/b``, ``\frac{a}{b}``) they are
@@ -61,7 +62,6 @@ from .math_answer import (
     APPROX,
     BOUND,
     HEDGE_WORDS,
-    KNOWN_UNITS,
     MATH_NAMES,
     MAX_RAW_ANSWER_CHARS,
     NUMBER,
@@ -70,6 +70,7 @@ from .math_answer import (
     extract_prediction,
     free_letter,
     gold_text,
+    is_unit,
     last_boxed,
     multiple_candidates,
     normalize,
@@ -161,8 +162,8 @@ def _number_in_prose(pred: str) -> tuple[Fraction, str] | None:
     if any(w in MATH_NAMES for w in words):
         return None  # "72 pi", "sqrt 72"
     nxt = after.split()[0].strip(".,;:'\"()") if after.split() else ""
-    if nxt and len(nxt) <= 2 and nxt not in KNOWN_UNITS and nxt.lower() not in _SHORT_WORDS:
-        return None  # "72 x", "72 xy": a short name after the number is a variable
+    if nxt and not is_unit(nxt) and nxt.lower() not in _SHORT_WORDS:
+        return None  # "72 x", "72 xyz": a name after the number that is no unit word is a variable
     if not _PROSE.fullmatch(before + " " + after):
         return None
     value = as_number(m.group(0))
