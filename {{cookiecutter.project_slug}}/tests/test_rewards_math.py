@@ -387,3 +387,9 @@ def test_worker_is_a_script_with_a_line_protocol() -> None:
     )
     lines = [json.loads(line) for line in proc.stdout.splitlines()]
     assert lines == [{"ready": True}, {"ok": True}, {"ok": False}, {"ok": False}]
+
+
+def test_box_spam_scores_zero_at_once() -> None:
+    cap = answer_module.MAX_BOXES
+    assert correctness(completions=["step \\boxed{1}, " * (cap - 1) + "so \\boxed{72}"], answer=["72"]) == [1.0]
+    assert correctness(completions=["step \\boxed{1}, " * cap + "so \\boxed{72}"], answer=["72"]) == [0.0]

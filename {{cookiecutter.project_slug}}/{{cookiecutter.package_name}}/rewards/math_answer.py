@@ -1,10 +1,11 @@
 r"""Math answers: extraction from a completion and normalisation to a canonical form, in bounded time.
 
 Time: extraction scans the completion (at most ``MAX_COMPLETION_CHARS``) in linear time with ``str.find`` and a
-brace stack, no regex. An extracted answer longer than ``MAX_RAW_ANSWER_CHARS`` is refused before any regex runs
-(the caller scores it 0.0). Every regex here then runs on at most that many characters and has no nested
-quantifier that can backtrack (unit words are recognised by a hand scanner), so normalisation is at most quadratic
-on a bounded input: well under 10 ms for any input.
+brace stack, no regex; a completion with more than ``MAX_BOXES`` box commands is refused first (``str.count``). An
+extracted answer longer than ``MAX_RAW_ANSWER_CHARS`` is refused before any regex runs (the caller scores it 0.0).
+Every regex here then runs on at most that many characters and has no nested quantifier that can backtrack (unit
+words are recognised by a hand scanner), so normalisation is at most quadratic on a bounded input: well under 10 ms
+for any input.
 
 Units are stripped only when they are words: a known unit (``cm``, ``kg``, ``mph``...), a compound of units
 (``m/s``, ``km/h``, ``cm^2``), a word of four or more letters with a vowel that is not a math name (``theta``),
@@ -20,6 +21,7 @@ from functools import lru_cache
 from ..answer_format import extract_answer
 
 MAX_RAW_ANSWER_CHARS = 1000
+MAX_BOXES = 64  # a completion with more boxed expressions than this is spam: 0.0 before any scan
 MAX_ANSWER_CHARS = 300
 MAX_NESTING = 8
 MAX_EXPONENT_DIGITS = 4
@@ -38,7 +40,8 @@ def boxed_spans(text: str) -> tuple[tuple[int, int, int], ...]:
     """
     partner: dict[int, int] = {}
     stack: list[int] = []
-    for brace in _BRACE.finditer(text):
+    first = min((i for i in (text.find(c) for c in _BOX_COMMANDS) if i >= 0), default=len(text))
+    for brace in _BRACE.finditer(text, first):  # braces before the first box cannot pair with one after it
         i = brace.start()
         if text[i] == "{":
             stack.append(i)

@@ -24,11 +24,11 @@ Scoring (``correctness`` in {0, 1}, or None):
 
 Anti-gaming (each scores 0.0 against a gold that does not itself have the feature): several candidates ("72 or 73",
 "73 \to 72", "between 70 and 74", "73, actually 72", one number per line, "72 73"); several disagreeing boxes in the
-answer block, or ``\boxed{73}, \boxed{72}`` joined only by punctuation/"or"/an arrow; a question mark ("72?"); a
-bound ("at least 72", "> 72"); an approximation ("about 72", "≈ 72") unless the gold has no finite decimal
-expansion (then only the >= 3 places rounding rule can match); a one-letter variable in the answer when the gold
-has none (``72x`` for 72); an equation chain with a wrong plain-number side ("73 = 72"). The answer is checked as a
-whole, never searched for a matching number.
+answer block, more than ``MAX_BOXES`` boxes in a completion, or ``\boxed{73}, \boxed{72}`` joined only by
+punctuation/"or"/an arrow; a question mark ("72?"); a bound ("at least 72", "> 72"); an approximation ("about 72",
+"≈ 72") unless the gold has no finite decimal expansion (then only the >= 3 places rounding rule can match); a
+one-letter variable in the answer when the gold has none (``72x`` for 72); an equation chain with a wrong
+plain-number side ("73 = 72"). The answer is checked as a whole, never searched for a matching number.
 
 Time bound (any input, any thread): extraction is a linear scan of the completion (cut at ``MAX_COMPLETION_CHARS``);
 an extracted answer over ``MAX_RAW_ANSWER_CHARS`` scores 0.0 before any regex; normalisation and the screens then
@@ -63,6 +63,7 @@ from .math_answer import (
     BOUND,
     HEDGE_WORDS,
     MATH_NAMES,
+    MAX_BOXES,
     MAX_RAW_ANSWER_CHARS,
     NUMBER,
     as_number,
@@ -198,6 +199,8 @@ def score(completion_text: str, gold_cell: object) -> float | None:
     gold = parse_gold(str(gold_cell))
     if gold is None:
         return None
+    if completion_text.count("\\boxed") + completion_text.count("\\fbox") > MAX_BOXES:
+        return 0.0
     answer = extract_answer(completion_text)
     raw = extract_prediction(completion_text)
     if raw is None or len(raw) > MAX_RAW_ANSWER_CHARS:
