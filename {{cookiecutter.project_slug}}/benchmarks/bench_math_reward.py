@@ -59,6 +59,7 @@ HOSTILE = [
     "^" + " " * 299 + "7" * 5,
     "<answer>" * 12_000,
     "</answer>" * 11_000,
+    "\\boxed{" + "{}" * 49_000,  # one box, 98k braces to pair
 ]
 
 

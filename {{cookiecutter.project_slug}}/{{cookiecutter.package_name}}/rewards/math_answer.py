@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from fractions import Fraction
 from functools import lru_cache
+from itertools import accumulate, repeat
 
 from ..answer_format import extract_answer
 
@@ -29,6 +30,7 @@ MAX_EXPONENT_DIGITS = 4
 # ------------------------------------------------------------------------------------------- extraction
 
 _BOX_COMMANDS = ("\\boxed", "\\fbox")
+_BRACE_DELTA = {"{": 1, "}": -1}
 _BRACE = re.compile(r"[{}]")
 
 
@@ -36,28 +38,51 @@ _BRACE = re.compile(r"[{}]")
 def boxed_spans(text: str) -> tuple[tuple[int, int, int], ...]:
     r"""``(command_start, content_start, content_end)`` of every balanced ``\boxed{`` / ``\fbox{``, in order.
 
-    Linear: one pass pairs every brace with a stack, then each box command looks up its brace's partner.
+    Linear in ``len(text)``: with up to ``MAX_BOXES`` boxes, one C-speed pass computes the brace depth after every
+    character and each box's brace closes where the depth first falls below its level (``list.index``); with more,
+    one stack pass over the braces pairs them all.
     """
-    partner: dict[int, int] = {}
-    stack: list[int] = []
     first = min((i for i in (text.find(c) for c in _BOX_COMMANDS) if i >= 0), default=len(text))
-    for brace in _BRACE.finditer(text, first):  # braces before the first box cannot pair with one after it
-        i = brace.start()
-        if text[i] == "{":
-            stack.append(i)
-        elif stack:
-            partner[stack.pop()] = i
-    spans = []
+    openers = []  # (command start, index of its brace)
     for command in _BOX_COMMANDS:
         pos = text.find(command)
         while pos >= 0:
             j = pos + len(command)
             while j < len(text) and text[j].isspace():
                 j += 1
-            if j < len(text) and text[j] == "{" and j in partner:
-                spans.append((pos, j + 1, partner[j]))
+            if j < len(text) and text[j] == "{":
+                openers.append((pos, j))
             pos = text.find(command, pos + 1)
-    return tuple(sorted(spans))
+    if not openers:
+        return ()
+    few = len(openers) <= MAX_BOXES
+    return tuple(sorted(_close_few(text, first, openers) if few else _close_many(text, openers)))
+
+
+def _close_few(text: str, first: int, openers: list[tuple[int, int]]) -> list[tuple[int, int, int]]:
+    """Partners by a C-speed depth array: each brace closes where the depth first falls below its level."""
+    depth = list(accumulate(map(_BRACE_DELTA.get, text[first:], repeat(0))))
+    spans = []
+    for pos, j in openers:
+        try:
+            close = depth.index(depth[j - first] - 1, j - first + 1) + first
+        except ValueError:
+            continue  # unclosed
+        spans.append((pos, j + 1, close))
+    return spans
+
+
+def _close_many(text: str, openers: list[tuple[int, int]]) -> list[tuple[int, int, int]]:
+    """Partners by one stack pass over the braces (many boxes: linear whatever their number)."""
+    partner: dict[int, int] = {}
+    stack: list[int] = []
+    for brace in _BRACE.finditer(text, min(j for _, j in openers)):
+        i = brace.start()
+        if text[i] == "{":
+            stack.append(i)
+        elif stack:
+            partner[stack.pop()] = i
+    return [(pos, j + 1, partner[j]) for pos, j in openers if j in partner]
 
 
 def last_boxed(text: str) -> str | None:
