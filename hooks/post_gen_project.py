@@ -44,6 +44,7 @@ TASK_FILES = {
         "{pkg}/task_json.py",
         "{pkg}/rewards/json_task.py",
         "{pkg}/rewards/json_schema_worker.py",
+        "{pkg}/rewards/json_schema_screen.py",
         "data/json_sample.jsonl",
         "docs/smoke_json.png",
         "tests/test_rewards_json.py",

@@ -36,7 +36,7 @@ TASK_FILES = {  # written out here, not taken from the hook, so a hook that remo
     "code": {"{pkg}/task_code.py", "{pkg}/rewards/code_task.py", "{pkg}/sandbox.py", "data/code_sample.jsonl", "docs/smoke_code.png",
              "tests/test_rewards_code.py", "tests/test_sandbox.py", "benchmarks/bench_sandbox.py"},
     "json": {"{pkg}/task_json.py", "{pkg}/rewards/json_task.py", "{pkg}/rewards/json_schema_worker.py",
-             "data/json_sample.jsonl", "docs/smoke_json.png",
+             "{pkg}/rewards/json_schema_screen.py", "data/json_sample.jsonl", "docs/smoke_json.png",
              "tests/test_rewards_json.py", "tests/test_json_generator.py", "benchmarks/bench_json_reward.py"},
 }
 
