@@ -23,6 +23,8 @@ TASK_FILES = {
     "math": [
         "{pkg}/task_math.py",
         "{pkg}/rewards/math_task.py",
+        "{pkg}/rewards/math_answer.py",
+        "{pkg}/rewards/math_verify_worker.py",
         "data/math_sample.jsonl",
         "docs/smoke_math.png",
         "tests/test_rewards_math.py",
@@ -47,6 +49,8 @@ TASK_FILES = {
     "json": [
         "{pkg}/task_json.py",
         "{pkg}/rewards/json_task.py",
+        "{pkg}/rewards/json_schema_worker.py",
+        "{pkg}/rewards/json_schema_screen.py",
         "data/json_sample.jsonl",
         "docs/smoke_json.png",
         "tests/test_rewards_json.py",

@@ -21,7 +21,7 @@ COMMON_FILES = {
     *(f"configs/accelerate/{name}.yaml" for name in ("ddp", "zero2", "zero3", "fsdp")),
     "scripts/launch_colocate.sh", "scripts/launch_server.sh",
     "{pkg}/__init__.py", "{pkg}/answer_format.py", "{pkg}/chat_template.jinja", "{pkg}/data.py", "{pkg}/model.py",
-    "{pkg}/rewards/__init__.py", "{pkg}/rewards/common.py", "{pkg}/selfcheck.py", "{pkg}/tiny.py",
+    "{pkg}/rewards/__init__.py", "{pkg}/rewards/common.py", "{pkg}/rewards/timed_worker.py", "{pkg}/selfcheck.py", "{pkg}/tiny.py",
     "tests/_pkg.py", "tests/conftest.py", "tests/test_configs.py", "tests/test_rewards_common.py",
     "tests/test_smoke.py", "tests/test_resume.py", "tests/test_distributed.py", "tests/test_registry.py",
     "{pkg}/memory.py", "tests/test_memory.py", "benchmarks/device_memory_check.py",
@@ -34,13 +34,15 @@ COMMON_FILES = {
     "tests/test_priming_cli.py", "tests/test_model_loading.py",
 }
 TASK_FILES = {  # written out here, not taken from the hook, so a hook that removes the wrong file fails
-    "math": {"{pkg}/task_math.py", "{pkg}/rewards/math_task.py", "data/math_sample.jsonl", "docs/smoke_math.png",
+    "math": {"{pkg}/task_math.py", "{pkg}/rewards/math_task.py", "{pkg}/rewards/math_answer.py",
+             "{pkg}/rewards/math_verify_worker.py", "data/math_sample.jsonl", "docs/smoke_math.png",
              "tests/test_rewards_math.py", "benchmarks/bench_math_reward.py"},
     "code": {"{pkg}/task_code.py", "{pkg}/rewards/code_task.py", "data/code_sample.jsonl", "docs/smoke_code.png",
              "tests/test_rewards_code.py", "tests/test_sandbox.py", "benchmarks/bench_sandbox.py",
              *(f"{{pkg}}/sandbox/{name}.py" for name in ("__init__", "harness", "launch", "pool", "types", "wire",
                                                          "worker"))},
-    "json": {"{pkg}/task_json.py", "{pkg}/rewards/json_task.py", "data/json_sample.jsonl", "docs/smoke_json.png",
+    "json": {"{pkg}/task_json.py", "{pkg}/rewards/json_task.py", "{pkg}/rewards/json_schema_worker.py",
+             "{pkg}/rewards/json_schema_screen.py", "data/json_sample.jsonl", "docs/smoke_json.png",
              "tests/test_rewards_json.py", "tests/test_json_generator.py", "benchmarks/bench_json_reward.py"},
 }
 

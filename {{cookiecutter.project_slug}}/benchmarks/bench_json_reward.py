@@ -4,7 +4,12 @@ Run from the project root: ``python benchmarks/bench_json_reward.py [--n 2000]``
 
 1. Throughput (completions/s) over completions built from ``data/json_sample.jsonl``: right, fenced, with prose,
    wrong values, schema-invalid, ``{}`` and no JSON at all, in groups of 8 per row as GRPO sends them.
+   The same documents validated in-process with jsonschema (no time bound, the way the reward worked before it
+   validated in a killable worker) give the baseline; the ratio is printed.
 2. Worst single-call latency over huge inputs (10^5 brackets, megabytes of text, deep nesting, many documents).
+3. Worst single-call latency over pathological schemas (catastrophic ``pattern``/``patternProperties``,
+   ``uniqueItems`` over thousands of objects, a recursive ``$ref`` under ``anyOf``) against the documented bound
+   ``VALIDATE_TIMEOUT_S`` + a worker start.
 """
 
 from __future__ import annotations
@@ -31,6 +36,19 @@ HUGE = [
     '{"a": 1} ' * 20_000,
     "```json\n" + "[1, " * 10_000 + "```",
     "text " * 200_000,
+    "```" + " " * 49_000 + "x",
+    "```json\n" * 6_000,
+    "[1, " * 60 + "x" * 49_000,
+]
+_BRANCH = {"type": "array", "items": {"$ref": "#/$defs/n"}}
+RECURSIVE = {"$defs": {"n": {"anyOf": [_BRANCH, {**_BRANCH, "minItems": 1}]}}, "$ref": "#/$defs/n"}
+PATTERN_SCHEMA = {"type": "object", "properties": {"s": {"type": "string", "pattern": "^(a+)+$"}}}
+SLOW_SCHEMAS = [
+    (PATTERN_SCHEMA, {"s": "a" * 30 + "!"}),
+    ({"type": "object", "patternProperties": {"^(a|aa)+$": {"type": "integer"}}}, {"a" * 40 + "!": 1}),
+    ({"type": "object", "propertyNames": {"pattern": "^(a*)*b$"}}, {"a" * 40: 1}),
+    ({"type": "array", "uniqueItems": True}, [{"k": [i]} for i in range(2_000)]),
+    (RECURSIVE, json.loads("[" * 40 + '"x"' + "]" * 40)),
 ]
 
 
@@ -84,6 +102,11 @@ def main() -> None:
     print(f"completions: {len(completions)}  (mean reward {mean:.3f}); first batch incl. imports: {warmup:.3f} s")
     per = 1e6 * elapsed / len(completions)
     print(f"throughput: {len(completions) / elapsed:,.0f} completions/s  ({per:.0f} us each)")
+    base = in_process_baseline(completions, schemas, answers)
+    print(
+        f"in-process jsonschema baseline (unbounded): {len(completions) / base:,.0f} completions/s; "
+        f"reward/baseline throughput: {base / elapsed:.2f}"
+    )
 
     worst, worst_name = 0.0, ""
     schema, answer = rows[0]["schema"], rows[0]["answer"]
@@ -95,6 +118,44 @@ def main() -> None:
             if took > worst:
                 worst, worst_name = took, repr(body[:24]) + f"... ({len(body):,} chars)"
     print(f"huge inputs: {len(HUGE)} x 2; worst single call {1e3 * worst:.1f} ms on {worst_name}")
+
+    worst, worst_name = 0.0, ""
+    for schema_obj, doc in SLOW_SCHEMAS:
+        text, schema_text = wrap(json.dumps(doc)), json.dumps(schema_obj)
+        reward(completions=[wrap(answer)], schema=[schema_text], answer=[json.dumps(doc)])  # worker warm
+        start = time.perf_counter()
+        reward(completions=[text], schema=[schema_text], answer=[json.dumps(doc)])
+        took = time.perf_counter() - start
+        if took > worst:
+            worst, worst_name = took, json.dumps(schema_obj)[:60]
+    restart = time.perf_counter()
+    benign = json.dumps({"s": "aaa"})
+    reward(completions=[wrap(benign)], schema=[json.dumps(PATTERN_SCHEMA)], answer=[benign])  # waits for the restart
+    restart = time.perf_counter() - restart
+    print(
+        f"pathological schemas: {len(SLOW_SCHEMAS)}; worst single call {worst:.3f} s on {worst_name}; "
+        f"next call (worker restart) {restart:.3f} s; bound {json_task.VALIDATE_TIMEOUT_S} s + one worker start; "
+        f"worker restarts: {json_task.WORKER.restarts}"
+    )
+
+
+def in_process_baseline(completions: list[str], schemas: list[str], answers: list[str]) -> float:
+    """Seconds to score the same completions with jsonschema in this process (no time bound)."""
+    import jsonschema
+
+    validators: dict[str, object] = {}
+    start = time.perf_counter()
+    for text, schema, answer in zip(completions, schemas, answers, strict=True):
+        doc = json_task.extract_json(text)
+        if doc is json_task._MISSING:
+            continue
+        if schema not in validators:
+            obj = json.loads(schema)
+            cls = jsonschema.validators.validator_for(obj, default=jsonschema.Draft202012Validator)
+            validators[schema] = cls(obj, format_checker=cls.FORMAT_CHECKER)
+        if validators[schema].is_valid(doc):  # type: ignore[attr-defined]
+            json_task.json_equal(json.loads(answer), doc)
+    return time.perf_counter() - start
 
 
 if __name__ == "__main__":

@@ -8,6 +8,9 @@ Run from the project root: ``python benchmarks/bench_math_reward.py [--n 1000]``
    and their ratio (target: reward <= 2x raw), and how often the two verdicts differ.
 2. The worst single-call latency over pathological answers (deep ``\\frac`` nesting, power towers, huge powers and
    factorials, slow symbolic expansions), from the main thread and from a worker thread.
+3. The worst single-call latency of the reward's own scanning (extraction, normalisation, screens; math-verify
+   stubbed out) over hostile completions built to make regexes backtrack or scans go quadratic, against the
+   documented ``OWN_CODE_BOUND_S``.
 """
 
 from __future__ import annotations
@@ -38,6 +41,25 @@ PATHOLOGICAL = [
     "\\sqrt{" * 100 + "2" + "}" * 100,
     "(x+1)^{9999} - (x-1)^{9999}",  # passes screening: bounded by the worker timeout
     "\\int_0^1 x^{x} \\, dx",
+]
+HOSTILE = [
+    "7" + "a" * 480 + "!",
+    "72 " + "ab " * 330 + "!",
+    "\\boxed{" * 14_000,
+    "\\boxed{}" * 12_000,
+    "}\\boxed{" * 12_000,
+    "{" * 50_000 + "}" * 50_000,
+    "$" * 999,
+    "so, the answer is " * 55,
+    "1," * 499,
+    "7" + " " * 998 + "!",
+    "x = " * 250,
+    "\\text{" * 150 + "a" * 100,
+    "72 " + "\\boxed{1}, " * 90,
+    "^" + " " * 299 + "7" * 5,
+    "<answer>" * 12_000,
+    "</answer>" * 11_000,
+    "\\boxed{" + "{}" * 49_000,  # one box, 98k braces to pair
 ]
 
 
@@ -128,6 +150,29 @@ def main() -> None:
         f"other thread {worst_thread:.3f} s (includes a worker restart after a kill); "
         f"bound {math_task.VERIFY_TIMEOUT_S} s + restart; worker restarts: {math_task.WORKER.restarts}"
     )
+    worst, name = hostile_worst()
+    print(
+        f"hostile completions: {len(HOSTILE)} x 3; worst single call of own scanning {1e3 * worst:.1f} ms on {name} "
+        f"(documented bound {1e3 * math_task.OWN_CODE_BOUND_S:.0f} ms)"
+    )
+
+
+def hostile_worst() -> tuple[float, str]:
+    """Worst single call of the reward's own code (math-verify stubbed out) over HOSTILE, bare, wrapped, repeated."""
+    real = math_task.WORKER.verify
+    math_task.WORKER.verify = lambda *a, **k: False
+    worst, name = 0.0, ""
+    try:
+        for body in HOSTILE:
+            for text in (body, wrap(body), (wrap(body) * 3)[:100_000]):
+                start = time.perf_counter()
+                math_task.correctness_reward(completions=[text], answer=["72"])
+                took = time.perf_counter() - start
+                if took > worst:
+                    worst, name = took, f"{body[:16]!r}... ({len(text):,} chars)"
+    finally:
+        math_task.WORKER.verify = real
+    return worst, name
 
 
 if __name__ == "__main__":

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from _pkg import mod
 from hypothesis import HealthCheck, given, settings
@@ -162,3 +164,26 @@ def test_huge_and_unicode_input() -> None:
         out = rewards.REWARD_FUNCS[name](completions=[huge, chat(huge)])
         lo, hi = RANGES[name]
         assert len(out) == 2 and all(lo <= v <= hi for v in out)
+
+
+HOSTILE_100K = [
+    "<reasoning>" + "</reasoning><answer>a" * 5_000 + "</answer>x",
+    "<reasoning>" + "</reasoning> <answer></answer> " * 3_000 + "junk",
+    " " * 100_000 + "x",
+    "<reasoning>" + "</reasoning>" * 8_000 + "<answer>",
+    "<reasoning></reasoning>" + " " * 99_000 + "<answer>x",
+    "<reasoning>x</reasoning><answer>" + "</answer> " * 9_000 + "x",
+    "<reasoning>x</reasoning>" + " <answer>" * 9_000,
+    "<reasoning>" * 9_000,
+    "a b c " * 20_000,
+]
+
+
+@pytest.mark.parametrize("text", HOSTILE_100K, ids=[f"hostile{i}" for i in range(len(HOSTILE_100K))])
+def test_shared_rewards_are_linear_on_hostile_text(text: str) -> None:
+    """The strict pattern, format and repetition scans on 100k characters built to make them backtrack."""
+    start = time.perf_counter()
+    for func in (rewards.REWARD_FUNCS["format"], rewards.REWARD_FUNCS["format_strict"], common.repetition_reward):
+        out = func(completions=[text, text * 2])
+        assert len(out) == 2 and all(isinstance(v, float) for v in out)
+    assert time.perf_counter() - start < 1.0  # measured worst ~0.05 s; x20 margin for a loaded machine

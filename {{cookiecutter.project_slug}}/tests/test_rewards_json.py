@@ -122,7 +122,7 @@ def test_not_applicable_rows_are_none() -> None:
     assert out == [None] * 5
 
 
-def test_without_jsonschema_rows_are_none(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_without_jsonschema_rows_are_none(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     import builtins
 
     real_import = builtins.__import__
@@ -132,20 +132,28 @@ def test_without_jsonschema_rows_are_none(monkeypatch: pytest.MonkeyPatch) -> No
             raise ImportError(name)
         return real_import(name, *args, **kwargs)
 
-    json_task.compiled_validator.cache_clear()
+    (tmp_path / "jsonschema.py").write_text("raise ImportError('jsonschema is not installed')\n")
+    worker = json_task.TimedWorker(json_task.WORKER.script, extra_path=(str(tmp_path),))
+    json_task.schema_usable.cache_clear()
+    json_task.local_validator.cache_clear()
+    monkeypatch.setattr(json_task, "WORKER", worker)
     monkeypatch.setattr(builtins, "__import__", fake_import)
     try:
         assert one(wrap(GOLD)) is None
+        assert one(wrap('{"s": "a"}'), schema=CATASTROPHIC, gold='{"s": "a"}') is None
+        assert worker.available is False and "not installed" in worker.error
     finally:
         monkeypatch.undo()
-        json_task.compiled_validator.cache_clear()
+        worker.close()
+        json_task.schema_usable.cache_clear()
+        json_task.local_validator.cache_clear()
     assert one(wrap(GOLD)) == 1.0
 
 
-def test_validator_is_cached() -> None:
-    json_task.compiled_validator.cache_clear()
+def test_schema_check_is_cached() -> None:
+    json_task.schema_usable.cache_clear()
     correctness(completions=[wrap(GOLD)] * 8, schema=[SCHEMA] * 8, answer=[GOLD] * 8)
-    info = json_task.compiled_validator.cache_info()
+    info = json_task.schema_usable.cache_info()
     assert info.misses == 1 and info.hits == 7
 
 
@@ -160,9 +168,14 @@ def test_validator_is_cached() -> None:
         "{" * 5_000 + "x" * 1_000,
         '{"n": ' + "9" * 50_000 + "}",
         '{"a": 1} ' * 20_000,
+        "```" + " " * 49_000 + "x",  # an unclosed fence after a run of spaces (quadratic for a lazy regex)
+        "```json\n" * 6_000,
+        "[1, " * 60 + "x" * 49_000,  # every decode start reads to the end and fails
+        '{"a": [1, 2] ' * 3_500,
     ],
 )
 def test_huge_and_deep_inputs_are_bounded(body: str) -> None:
+    correctness(completions=[wrap(GOLD)], schema=[SCHEMA], answer=[GOLD])  # the worker is started
     start = time.perf_counter()
     out = correctness(completions=[wrap(body), body], schema=[SCHEMA] * 2, answer=[GOLD] * 2)
     assert all(v is not None and 0.0 <= v < 1.0 for v in out)
@@ -191,3 +204,86 @@ def test_never_raises(completions: list[object]) -> None:
     out = correctness(completions=completions, schema=[SCHEMA] * n, answer=[GOLD] * n)
     assert len(out) == n
     assert all(isinstance(v, float) and 0.0 <= v <= 1.0 for v in out)
+
+
+# A per-completion bound for validation: VALIDATE_TIMEOUT_S, plus one worker restart after a kill (generous margin).
+BOUND = json_task.VALIDATE_TIMEOUT_S + 10.0
+CATASTROPHIC = json.dumps({"type": "object", "properties": {"s": {"type": "string", "pattern": "^(a+)+$"}}})
+
+
+@pytest.mark.parametrize(
+    ("schema", "doc"),
+    [
+        (CATASTROPHIC, {"s": "a" * 30 + "!"}),  # exponential backtracking in Python's re
+        (json.dumps({"type": "object", "patternProperties": {"^(a|aa)+$": {"type": "integer"}}}), {"a" * 40 + "!": 1}),
+        (json.dumps({"type": "object", "propertyNames": {"pattern": "^(a*)*b$"}}), {"a" * 40: 1}),
+        (json.dumps({"type": "array", "uniqueItems": True}), [{"k": [i]} for i in range(2_000)]),
+    ],
+)
+def test_pathological_schema_patterns_are_bounded(schema: str, doc: object) -> None:
+    gold = json.dumps(doc)
+    assert one(wrap(GOLD), schema=schema, gold=gold) is not None  # the worker is warm, the schema is usable
+    start = time.perf_counter()
+    out = one(wrap(json.dumps(doc)), schema=schema, gold=gold)
+    took = time.perf_counter() - start
+    assert out in (0.0, 1.0)  # 0.0 when validation was cut off
+    assert took < BOUND
+    # the worker answers again afterwards, right and wrong documents as before
+    assert one(wrap(GOLD)) == 1.0
+    assert one(wrap('{"name": 5}')) == json_task.SCORE_INVALID
+
+
+def test_catastrophic_pattern_scores_zero_and_kills_the_worker() -> None:
+    one(wrap(GOLD))
+    restarts = json_task.WORKER.restarts
+    start = time.perf_counter()
+    assert one(wrap(json.dumps({"s": "a" * 30 + "!"})), schema=CATASTROPHIC, gold='{"s": "aaa"}') == 0.0
+    assert time.perf_counter() - start < BOUND
+    assert json_task.WORKER.restarts == restarts + 1
+    assert one(wrap('{"s": "aaa"}'), schema=CATASTROPHIC, gold='{"s": "aaa"}') == 1.0
+    assert one(wrap('{"s": "aab"}'), schema=CATASTROPHIC, gold='{"s": "aaa"}') == json_task.SCORE_INVALID
+
+
+def test_risky_schemas_go_to_the_worker() -> None:
+    assert json_task.local_validator(SCHEMA) is not None  # plain keywords: validated in-process
+    for risky in (CATASTROPHIC, json.dumps({"$defs": {"n": {}}, "$ref": "#/$defs/n"}), json.dumps({"format": "email"})):
+        assert json_task.local_validator(risky) is None
+    branch = {"type": "array", "items": {"$ref": "#/$defs/n"}}
+    recursive = json.dumps({"$defs": {"n": {"anyOf": [branch, {**branch, "minItems": 1}]}}, "$ref": "#/$defs/n"})
+    doc = "[" * 40 + '"x"' + "]" * 40  # both branches at every level: 2^40 descents in-process
+    start = time.perf_counter()
+    assert one(wrap(doc), schema=recursive, gold="[]") == 0.0
+    assert time.perf_counter() - start < BOUND
+
+
+@pytest.mark.parametrize(
+    ("pattern", "bounded"),
+    [
+        ("^A-[0-9]{4}$", True),
+        ("^[0-9]{4}-[0-9]{2}-[0-9]{2}$", True),
+        ("^(?:red|green|blue)$", True),
+        ("^[0-9]{1,5}[0-9]{1,5}[0-9]{1,5}$", False),  # 5 x 5 x 5 choices: over the budget
+        ("^(a+)+$", False),
+        ("^[a-z]+@[a-z]+$", False),  # unbounded repeats go to the worker
+        ("(a)\\1", False),
+        ("(?=a)a", False),
+        ("(?:ab){3}", False),  # a repeat of more than one character
+        ("[", False),
+        (5, False),
+    ],
+)
+def test_bounded_pattern(pattern: object, bounded: bool) -> None:
+    assert json_task.bounded_pattern(pattern) is bounded
+
+
+def test_fixed_width_patterns_stay_in_process_and_still_apply() -> None:
+    schema = json.dumps({"type": "object", "properties": {"id": {"type": "string", "pattern": "^A-[0-9]{4}$"}}})
+    assert json_task.local_validator(schema) is not None
+    assert one(wrap('{"id": "A-1234"}'), schema=schema, gold='{"id": "A-1234"}') == 1.0
+    assert one(wrap('{"id": "A-12345"}'), schema=schema, gold='{"id": "A-1234"}') == json_task.SCORE_INVALID
+
+
+def test_fenced_blocks_scanner() -> None:
+    assert json_task.fenced_blocks("a ```json\n[1]\n``` b ```\n{}``` c ```open") == ["\n[1]\n", "\n{}"]
+    assert one(wrap("```json\n" + GOLD + "\n```")) == 1.0
+    assert one(wrap("```JSON " + GOLD + "```")) == 1.0

@@ -232,3 +232,165 @@ def test_huge_unicode_completion() -> None:
     start = time.perf_counter()
     assert correctness(completions=[huge, wrap("七十二 🙂")], answer=["72", "72"]) == [0.0, 0.0]
     assert time.perf_counter() - start < FAST
+
+
+# ------------------------------------------------------------------------------ over-credit and hedges
+
+@pytest.mark.parametrize(
+    ("pred", "gold"),
+    [
+        ("72x", "72"),  # a variable is not a unit
+        ("72i", "72"),
+        ("72 y^2", "72"),
+        ("72 m", "72"),  # a single letter is never stripped
+        ("72 xy", "72"),
+        ("72 xyz", "72"),
+        ("72 abc", "72"),
+        ("72 pi", "72"),
+        ("72\\pi", "72"),
+        ("72 a", "72"),
+        ("2", "2x"),  # the gold is not mangled into 2
+        ("2", "#### 2x"),
+        ("\\boxed{73}, \\boxed{72}", "72"),  # several boxes in the answer block
+        ("\\boxed{73} \\boxed{72}", "72"),
+        ("73 \\to 72", "72"),
+        ("73 \\rightarrow 72", "72"),
+        ("73 -> 72", "72"),
+        ("73 → 72", "72"),
+        ("72?", "72"),
+        ("Is it 72?", "72"),
+        ("\\approx 72", "72"),
+        ("≈ 72", "72"),
+        ("approximately 72", "72"),
+        ("about 72 clips", "72"),
+        ("between 70 and 74", "72"),
+        ("70 to 74", "72"),
+        ("from 70 to 72", "72"),
+        ("70-74", "72"),
+        ("72, 73", "72"),
+        ("72; 73", "72"),
+        ("at least 72", "72"),
+        ("> 72", "72"),
+        ("\\geq 72", "72"),
+        ("73, actually 72", "72"),
+        ("72 (or 73)", "72"),
+        ("72 \\pm 1", "72"),
+        ("\\approx 0.33", "\\frac{1}{3}"),  # an approximation must still round correctly to >= 3 places
+    ],
+)
+def test_over_credits_score_zero(pred: str, gold: str) -> None:
+    assert one(pred, gold) == 0.0
+
+
+@pytest.mark.parametrize(
+    ("pred", "gold"),
+    [
+        ("0.5x", "\\frac{x}{2}"),
+        ("x + x", "2x"),
+        ("2x", "2x"),
+        ("\\approx 0.333", "\\frac{1}{3}"),  # no finite decimal: the rounding rule applies
+        ("72 dollars", "72"),
+        ("5 km/h", "5"),
+        ("3 cm^2", "3"),
+        ("5\\text{ m}", "5"),  # a unit declared with \text after a number
+        ("5", "5\\text{ m}"),
+        ("10", "10 \\text{ inches}"),
+        ("\\boxed{72} \\boxed{72}", "72"),  # the same box twice is one answer
+    ],
+)
+def test_units_and_algebra_score_one(pred: str, gold: str) -> None:
+    assert one(pred, gold) == 1.0
+
+
+def test_boxes_without_an_answer_block() -> None:
+    texts = ["\\boxed{73}, \\boxed{72}", "\\boxed{73} or \\boxed{72}", "\\boxed{73} \\to \\boxed{72}"]
+    assert correctness(completions=texts, answer=["72"] * 3) == [0.0] * 3
+    # an intermediate result boxed in the working, then the final one, is still the last box
+    assert correctness(completions=["first \\boxed{1}, then the total is \\boxed{72}"], answer=["72"]) == [1.0]
+
+
+def test_gold_is_normalised_conservatively() -> None:
+    assert math_task.parse_gold("2x").text == "2x"
+    assert math_task.parse_gold("72 y^2").number is None
+    assert math_task.parse_gold("5\\text{ cm}").number == 5
+    assert math_task.parse_gold("#### 1,234 dollars").number == 1234
+
+
+# ----------------------------------------------------------------------------------- time bounds
+
+answer_module = mod("rewards.math_answer")
+OWN_CODE_S = 5 * math_task.OWN_CODE_BOUND_S  # the documented bound of our own scanning, x5 for a loaded machine
+NASTY = [
+    "7" + "a" * 480 + "!",  # exponential backtracking in the old unit-tail regex
+    "72 " + "ab " * 330 + "!",
+    "\\boxed{" * 10_000,  # quadratic in the old last_boxed
+    "\\boxed{" * 10_000 + "72" + "}",
+    "{" * 50_000 + "}" * 50_000,
+    "$" * 999,
+    "so, the answer is " * 55,
+    "1," * 499,
+    "7" + " " * 998 + "!",
+    "x = " * 250,
+    "\\text{" * 150 + "a" * 100,
+    "72 " + "\\boxed{1}, " * 90,
+    "^" + " " * 299 + "7" * 5,
+    "\\boxed{" + "{}" * 49_000,  # one box, 98k braces to pair
+]
+
+
+@pytest.mark.parametrize("body", NASTY, ids=[f"nasty{i}" for i in range(len(NASTY))])
+def test_nasty_answers_are_bounded(body: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(math_task.WORKER, "verify", lambda *a, **k: False)  # time our own code, not sympy
+    for text in (wrap(body), body, wrap(body) * 3):
+        start = time.perf_counter()
+        assert correctness(completions=[text], answer=["72"]) in ([0.0], [1.0])
+        assert time.perf_counter() - start < OWN_CODE_S, repr(text[:40])
+    start = time.perf_counter()
+    answer_module.normalize(body[: answer_module.MAX_RAW_ANSWER_CHARS])
+    answer_module.last_boxed((body * 10)[:100_000])
+    assert time.perf_counter() - start < OWN_CODE_S
+
+
+def test_long_answers_are_refused_before_any_regex() -> None:
+    words = "Natalia sold 72 clips in all"
+    assert one(words, "72") == 1.0
+    assert one(words + ", so" * (answer_module.MAX_RAW_ANSWER_CHARS // 4), "72") == 0.0
+
+
+ADVERSARIAL_TOKENS = ["a", "7", " ", "}", "{", "=", "^", "\\boxed{", "\\text{", "$", ",", ".", "x", "cm", "?", "or"]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(ADVERSARIAL_TOKENS), min_size=100, max_size=400).map("".join))
+def test_random_adversarial_answers_are_bounded(body: str) -> None:
+    start = time.perf_counter()
+    answer_module.normalize(body)
+    answer_module.multiple_candidates(body)
+    answer_module.several_boxes(body, answer_block=True)
+    answer_module.pathological(body)
+    assert time.perf_counter() - start < OWN_CODE_S
+
+
+# ----------------------------------------------------------------------------------- the worker script
+
+def test_worker_is_a_script_with_a_line_protocol() -> None:
+    import subprocess
+    import sys
+
+    script = Path(math_task.WORKER.script)
+    assert script.name == "math_verify_worker.py" and script.is_file()
+    proc = subprocess.run(
+        [sys.executable, str(script)],
+        input='{"g": "x^2+2x+1", "p": "(x+1)^2"}\n{"g": "2x", "p": "2"}\nnot json\n',
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    lines = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert lines == [{"ready": True}, {"ok": True}, {"ok": False}, {"ok": False}]
+
+
+def test_box_spam_scores_zero_at_once() -> None:
+    cap = answer_module.MAX_BOXES
+    assert correctness(completions=["step \\boxed{1}, " * (cap - 1) + "so \\boxed{72}"], answer=["72"]) == [1.0]
+    assert correctness(completions=["step \\boxed{1}, " * cap + "so \\boxed{72}"], answer=["72"]) == [0.0]

@@ -13,6 +13,10 @@ Shared rewards and ranges:
 * ``length`` in [-1, 0]: DAPO soft overlong punishment on token counts, see :func:`length_reward`.
 * ``repetition`` in [-1, 0]: minus the fraction of repeated word n-grams, see :func:`repetition_reward`.
 
+Time: completions are cut at ``MAX_COMPLETION_CHARS``; every scan here is linear on that (``str.find``/``count``,
+one ``\\S+`` pass, and the strict pattern, anchored at the start, whose tag bodies stop at the next opening tag), so
+a call takes tens of milliseconds at most (measured on 100k-character texts built to make them backtrack).
+
 Stdlib only at module level: the post-generation quick smoke imports this in cookiecutter's interpreter.
 """
 

@@ -6,7 +6,14 @@ Extraction: from the last ``<answer>`` block (the whole completion when there is
 
 Validation: jsonschema, honouring ``$schema`` (Draft 2020-12 when absent), with format checking, and a
 ``referencing.Registry`` that refuses to retrieve remote ``$ref`` targets (no network): a row whose schema needs
-one scores None.
+one scores None. A schema can make validation take unbounded time on a model-written document (a ``pattern`` such
+as ``^(a+)+$`` under Python's backtracking ``re``, ``patternProperties``, ``uniqueItems`` over thousands of objects,
+format checkers, a recursive ``$ref`` under ``anyOf`` that branches at every nesting level). So a schema that uses
+any keyword of ``RISKY_KEYWORDS`` anywhere, or a regex that is not :func:`bounded_pattern`, is validated in a
+persistent worker process (``json_schema_worker.py``, see :mod:`.timed_worker`); a validation that takes over
+``VALIDATE_TIMEOUT_S`` kills the worker and scores 0.0. Other schemas are finite trees of plain keywords (types,
+properties, required, enum, bounds, items, combinators without ``$ref``, fixed-width patterns such as
+``^[0-9]{4}$``): validating costs at most schema nodes x document nodes, so they are validated in-process.
 
 Equality with the gold ``answer``: key order is irrelevant, array order matters, strings compare exactly, numbers
 compare by value (``1 == 1.0``; JSON does not distinguish them), but booleans are not numbers (``true != 1``).
@@ -23,32 +30,42 @@ Score (``correctness`` in [0, 1], or None):
 * None — the row's gold or schema is missing/unparseable/not a valid schema, or jsonschema is not installed
   (a score without validation would be a false 0/1).
 
-Bounds: the searched text is cut at ``MAX_JSON_CHARS``; text whose bracket nesting exceeds ``MAX_DEPTH`` is refused
-before any decoding (no RecursionError); at most ``MAX_DECODE_ATTEMPTS`` raw_decode starts are tried. Compiled
-validators and parsed golds are cached per string.
+Time bound (any input, any thread): the searched text is cut at ``MAX_JSON_CHARS``; text whose bracket nesting
+exceeds ``MAX_DEPTH`` is refused before any decoding (no RecursionError); fences are found with ``str.find`` (no
+regex); at most ``MAX_DECODE_ATTEMPTS`` raw_decode starts are tried and they read at most ``DECODE_BUDGET_CHARS``
+characters in all. Comparison with the gold is linear in the document. So one completion costs a few tens of ms of
+scanning at worst, plus at most ``VALIDATE_TIMEOUT_S`` (1 s) of validation, plus one worker start (importing
+jsonschema, typically 0.2-1 s, capped by ``WORKER_START_TIMEOUT_S``) on the first call and on the call after a
+kill. Schema checks and parsed golds are cached per string.
 
-Stdlib only at module level; jsonschema/referencing are imported lazily.
+Stdlib only; jsonschema/referencing are imported only in the worker.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 from ..answer_format import extract_answer
 from .common import RewardFunc, column, completion_texts, register
+from .json_schema_screen import RISKY_KEYWORDS, bounded_pattern, patterns_bounded, schema_keys
+from .timed_worker import TimedWorker
 
 MAX_JSON_CHARS = 50_000
 MAX_DEPTH = 64
 MAX_DECODE_ATTEMPTS = 500
+DECODE_BUDGET_CHARS = 4 * MAX_JSON_CHARS
+VALIDATE_TIMEOUT_S = 1.0
+SCHEMA_CHECK_TIMEOUT_S = 5.0
+WORKER_START_TIMEOUT_S = 60.0
 
 SCORE_INVALID = 0.1
 SCORE_VALID = 0.3
 SCORE_LEAVES = 0.6
 
-_FENCE = re.compile(r"```[ \t]*(?:json|JSON|json5|javascript)?[ \t]*\r?\n?(.*?)```", re.DOTALL)
+_FENCE_TAGS = ("json5", "json", "JSON", "javascript")
 
 
 def _reject_constant(name: str) -> Any:
@@ -75,11 +92,14 @@ def max_depth(text: str) -> int:
     return best
 
 
-def _decode_at(text: str, start: int) -> tuple[Any, int] | None:
+def _decode_at(text: str, start: int) -> tuple[Any, int] | int:
+    """The value decoded at ``start`` and its end, or (on failure) how far the decoder read."""
     try:
         return _DECODER.raw_decode(text, start)
+    except json.JSONDecodeError as exc:
+        return max(1, exc.pos - start)
     except (ValueError, RecursionError):
-        return None
+        return len(text) - start
 
 
 def _scan(text: str) -> Any:
@@ -87,18 +107,39 @@ def _scan(text: str) -> Any:
     found: Any = _MISSING
     pos = 0
     attempts = 0
-    while attempts < MAX_DECODE_ATTEMPTS:
+    budget = DECODE_BUDGET_CHARS
+    while attempts < MAX_DECODE_ATTEMPTS and budget > 0:
         starts = [i for i in (text.find("{", pos), text.find("[", pos)) if i >= 0]
         if not starts:
             break
         start = min(starts)
         attempts += 1
         decoded = _decode_at(text, start)
-        if decoded is None:
+        if isinstance(decoded, int):
+            budget -= decoded
             pos = start + 1
         else:
             found, pos = decoded
+            budget -= pos - start
     return found
+
+
+def fenced_blocks(text: str) -> list[str]:
+    """Bodies of the closed ```` ``` ```` fences of ``text`` in order (a ``json``-like tag dropped); linear time."""
+    out = []
+    pos = text.find("```")
+    while pos >= 0:
+        end = text.find("```", pos + 3)
+        if end < 0:
+            break
+        body = text[pos + 3 : end].lstrip(" \t")
+        for tag in _FENCE_TAGS:
+            if body.startswith(tag):
+                body = body[len(tag) :].lstrip(" \t")
+                break
+        out.append(body)
+        pos = text.find("```", end + 3)
+    return out
 
 
 def extract_json(text: str) -> Any:
@@ -107,11 +148,11 @@ def extract_json(text: str) -> Any:
     region = text if answer is None else answer
     if len(region) > MAX_JSON_CHARS or max_depth(region) > MAX_DEPTH:
         return _MISSING
-    fenced = _FENCE.findall(region)
+    fenced = fenced_blocks(region) if "```" in region else []
     if fenced:
         body = fenced[-1].strip()
         decoded = _decode_at(body, 0) if body else None
-        if decoded is not None:
+        if isinstance(decoded, tuple):
             return decoded[0]
         found = _scan(body)
         if found is not _MISSING:
@@ -166,42 +207,58 @@ def leaf_fraction(gold: Any, pred: Any) -> float:
 # ------------------------------------------------------------------------------------------------ schema
 
 
-class _NoValidator:
-    """Marker for an unusable schema or a missing jsonschema."""
+@lru_cache(maxsize=1024)
+def local_validator(schema_text: str) -> Any:
+    """An in-process validator for a schema with no risky keyword (cached); None when the worker must validate."""
+    try:
+        schema = json.loads(schema_text)
+        if not isinstance(schema, (dict, bool)) or schema_keys(schema) & RISKY_KEYWORDS or not patterns_bounded(schema):
+            return None
+        import jsonschema
+
+        cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+        cls.check_schema(schema)
+        return cls(schema)
+    except Exception:
+        return None  # no jsonschema here, or a bad schema: the worker decides
+
+
+WORKER = TimedWorker(Path(__file__).with_name("json_schema_worker.py"), start_timeout=WORKER_START_TIMEOUT_S)
 
 
 @lru_cache(maxsize=1024)
-def compiled_validator(schema_text: str) -> Any:
-    """A jsonschema validator for ``schema_text`` (cached), or a ``_NoValidator`` instance."""
+def schema_usable(schema_text: str) -> bool | None:
+    """Whether ``schema_text`` is a usable schema (cached); None when jsonschema is unavailable in the worker."""
     try:
-        import jsonschema
-        from referencing import Registry
-        from referencing.exceptions import NoSuchResource
-    except ImportError:
-        return _NoValidator()
-
-    def refuse(uri: str) -> Any:
-        raise NoSuchResource(ref=uri)
-
-    try:
-        schema = json.loads(schema_text)
-        if not isinstance(schema, (dict, bool)):
-            return _NoValidator()
-        cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-        cls.check_schema(schema)
-        return cls(schema, registry=Registry(retrieve=refuse), format_checker=cls.FORMAT_CHECKER)
-    except Exception:
-        return _NoValidator()
+        if not isinstance(json.loads(schema_text), (dict, bool)):
+            return False
+    except (ValueError, RecursionError):
+        return False
+    if local_validator(schema_text) is not None:
+        return True
+    reply = WORKER.call({"s": schema_text}, SCHEMA_CHECK_TIMEOUT_S)
+    if reply is None:
+        return None if WORKER.available is False else False
+    return not reply.get("bad", True)
 
 
-def is_valid(validator: Any, doc: Any) -> bool | None:
-    """Whether ``doc`` satisfies the schema; None when the schema cannot be applied (an unresolvable ``$ref``)."""
-    try:
-        return bool(validator.is_valid(doc))
-    except Exception as exc:
-        if type(exc).__name__ in ("Unresolvable", "Unretrievable", "NoSuchResource", "_WrappedReferencingError"):
-            return None  # a remote/missing $ref: the row cannot be checked offline
-        return False  # pathological pattern, recursion: not valid
+TIMED_OUT = "timed out"
+
+
+def validate(schema_text: str, doc: Any) -> bool | str | None:
+    """Whether ``doc`` satisfies the schema; ``TIMED_OUT`` when validation overran (the worker was killed); None
+    when the schema needs a remote ``$ref`` or the worker is unavailable."""
+    local = local_validator(schema_text)
+    if local is not None:
+        try:
+            return bool(local.is_valid(doc))
+        except Exception:
+            return False  # e.g. RecursionError
+    reply = WORKER.call({"s": schema_text, "d": json.dumps(doc)}, VALIDATE_TIMEOUT_S)
+    if reply is None:
+        return None if WORKER.available is False else TIMED_OUT
+    verdict = reply.get("v")
+    return None if verdict is None else bool(verdict)
 
 
 @lru_cache(maxsize=8192)
@@ -220,15 +277,16 @@ def score(text: str, schema_cell: object, gold_cell: object) -> float | None:
     if not isinstance(schema_cell, str) or not isinstance(gold_cell, str):
         return None
     ok, gold = _parse_gold(gold_cell)
-    validator = compiled_validator(schema_cell)
-    if not ok or isinstance(validator, _NoValidator):
+    if not ok or not schema_usable(schema_cell):
         return None
     doc = extract_json(text)
     if doc is _MISSING:
         return 0.0
-    valid = is_valid(validator, doc)
+    valid = validate(schema_cell, doc)
     if valid is None:
         return None
+    if valid == TIMED_OUT:
+        return 0.0
     if not valid:
         return SCORE_INVALID
     if json_equal(gold, doc):
@@ -259,4 +317,16 @@ def correctness_reward(
 
 TASK_REWARDS: dict[str, RewardFunc] = {"correctness": correctness_reward}
 
-__all__ = ["TASK_REWARDS", "correctness_reward", "extract_json", "json_equal", "leaf_fraction", "score"]
+__all__ = [
+    "TASK_REWARDS",
+    "WORKER",
+    "bounded_pattern",
+    "correctness_reward",
+    "extract_json",
+    "json_equal",
+    "leaf_fraction",
+    "local_validator",
+    "schema_usable",
+    "score",
+    "validate",
+]

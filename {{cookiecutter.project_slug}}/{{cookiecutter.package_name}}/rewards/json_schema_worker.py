@@ -1,0 +1,78 @@
+"""The JSON-schema worker: a child process that validates documents with jsonschema, killed when it overruns.
+
+Started by ``json_task`` as ``python <this file>`` through :class:`~.timed_worker.TimedWorker`. A schema from the
+dataset can make validation take unbounded time on a model-written document (a ``pattern`` such as ``^(a+)+$``
+matched by Python's backtracking ``re``, ``patternProperties``, ``uniqueItems`` over thousands of objects, format
+checkers), so validation happens here, where the parent's deadline can kill it.
+
+Protocol, one JSON object per line: ``{"ready": true}`` once jsonschema is imported (``{"ready": false, "error":
+...}`` when it cannot be), then for each request ``{"s": schema_text}`` -> ``{"bad": bool}`` (is it unusable as a
+schema?) and ``{"s": schema_text, "d": document_text}`` -> ``{"v": true | false | null}`` (``null``: the schema
+needs a remote ``$ref``, which is never fetched). Validators honour ``$schema`` (Draft 2020-12 when absent) and
+check formats; they are cached per schema text.
+
+Runs as a script, not as part of the package: stdlib plus jsonschema/referencing only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from functools import lru_cache
+from typing import Any
+
+_UNRESOLVABLE = ("Unresolvable", "Unretrievable", "NoSuchResource", "_WrappedReferencingError")
+
+
+def main() -> None:
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]  # never import siblings by accident
+    try:
+        import jsonschema
+        from referencing import Registry
+        from referencing.exceptions import NoSuchResource
+    except Exception as exc:
+        sys.stdout.write(json.dumps({"ready": False, "error": repr(exc)}) + "\n")
+        sys.stdout.flush()
+        return
+
+    def refuse(uri: str) -> Any:
+        raise NoSuchResource(ref=uri)
+
+    @lru_cache(maxsize=1024)
+    def validator(schema_text: str) -> Any:
+        try:
+            schema = json.loads(schema_text)
+            if not isinstance(schema, (dict, bool)):
+                return None
+            cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+            cls.check_schema(schema)
+            return cls(schema, registry=Registry(retrieve=refuse), format_checker=cls.FORMAT_CHECKER)
+        except Exception:
+            return None
+
+    def handle(req: dict[str, Any]) -> dict[str, Any]:
+        checker = validator(str(req["s"]))
+        if "d" not in req:
+            return {"bad": checker is None}
+        if checker is None:
+            return {"v": None}
+        try:
+            return {"v": bool(checker.is_valid(json.loads(req["d"])))}
+        except Exception as exc:
+            return {"v": None if type(exc).__name__ in _UNRESOLVABLE else False}
+
+    sys.stdout.write(json.dumps({"ready": True}) + "\n")
+    sys.stdout.flush()
+    for line in sys.stdin:
+        try:
+            reply = handle(json.loads(line))
+        except Exception:
+            reply = {"v": False}
+        sys.stdout.write(json.dumps(reply) + "\n")
+        sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()

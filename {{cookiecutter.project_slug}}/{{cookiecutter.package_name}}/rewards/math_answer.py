@@ -1,0 +1,376 @@
+r"""Math answers: extraction from a completion and normalisation to a canonical form, in bounded time.
+
+Time: extraction scans the completion (at most ``MAX_COMPLETION_CHARS``) in linear time with ``str.find`` and a
+brace stack, no regex; a completion with more than ``MAX_BOXES`` box commands is refused first (``str.count``). An
+extracted answer longer than ``MAX_RAW_ANSWER_CHARS`` is refused before any regex runs (the caller scores it 0.0).
+Every regex here then runs on at most that many characters and has no nested quantifier that can backtrack (unit
+words are recognised by a hand scanner), so normalisation is at most quadratic on a bounded input: well under 10 ms
+for any input.
+
+Units are stripped only when they are words: a known unit (``cm``, ``kg``, ``mph``...), a compound of units
+(``m/s``, ``km/h``, ``cm^2``), a word of four or more letters with a vowel that is not a math name (``theta``),
+or the content of ``\text{...}`` right after a number. A single letter (``x``, ``i``, ``y^2``) is never a unit.
+"""
+
+from __future__ import annotations
+
+import re
+from fractions import Fraction
+from functools import lru_cache
+from itertools import accumulate, repeat
+
+from ..answer_format import extract_answer
+
+MAX_RAW_ANSWER_CHARS = 1000
+MAX_BOXES = 64  # a completion with more boxed expressions than this is spam: 0.0 before any scan
+MAX_ANSWER_CHARS = 300
+MAX_NESTING = 8
+MAX_EXPONENT_DIGITS = 4
+
+# ------------------------------------------------------------------------------------------- extraction
+
+_BOX_COMMANDS = ("\\boxed", "\\fbox")
+_BRACE_DELTA = {"{": 1, "}": -1}
+_BRACE = re.compile(r"[{}]")
+
+
+@lru_cache(maxsize=4)  # extraction and the several-boxes check look at the same completion
+def boxed_spans(text: str) -> tuple[tuple[int, int, int], ...]:
+    r"""``(command_start, content_start, content_end)`` of every balanced ``\boxed{`` / ``\fbox{``, in order.
+
+    Linear in ``len(text)``: with up to ``MAX_BOXES`` boxes, one C-speed pass computes the brace depth after every
+    character and each box's brace closes where the depth first falls below its level (``list.index``); with more,
+    one stack pass over the braces pairs them all.
+    """
+    first = min((i for i in (text.find(c) for c in _BOX_COMMANDS) if i >= 0), default=len(text))
+    openers = []  # (command start, index of its brace)
+    for command in _BOX_COMMANDS:
+        pos = text.find(command)
+        while pos >= 0:
+            j = pos + len(command)
+            while j < len(text) and text[j].isspace():
+                j += 1
+            if j < len(text) and text[j] == "{":
+                openers.append((pos, j))
+            pos = text.find(command, pos + 1)
+    if not openers:
+        return ()
+    few = len(openers) <= MAX_BOXES
+    return tuple(sorted(_close_few(text, first, openers) if few else _close_many(text, openers)))
+
+
+def _close_few(text: str, first: int, openers: list[tuple[int, int]]) -> list[tuple[int, int, int]]:
+    """Partners by a C-speed depth array: each brace closes where the depth first falls below its level."""
+    depth = list(accumulate(map(_BRACE_DELTA.get, text[first:], repeat(0))))
+    spans = []
+    for pos, j in openers:
+        try:
+            close = depth.index(depth[j - first] - 1, j - first + 1) + first
+        except ValueError:
+            continue  # unclosed
+        spans.append((pos, j + 1, close))
+    return spans
+
+
+def _close_many(text: str, openers: list[tuple[int, int]]) -> list[tuple[int, int, int]]:
+    """Partners by one stack pass over the braces (many boxes: linear whatever their number)."""
+    partner: dict[int, int] = {}
+    stack: list[int] = []
+    for brace in _BRACE.finditer(text, min(j for _, j in openers)):
+        i = brace.start()
+        if text[i] == "{":
+            stack.append(i)
+        elif stack:
+            partner[stack.pop()] = i
+    return [(pos, j + 1, partner[j]) for pos, j in openers if j in partner]
+
+
+def last_boxed(text: str) -> str | None:
+    r"""Content of the last balanced ``\boxed{...}`` (or ``\fbox{...}``) in ``text``, or None."""
+    spans = boxed_spans(text) if "\\boxed" in text or "\\fbox" in text else ()
+    return text[spans[-1][1] : spans[-1][2]] if spans else None
+
+
+def _top_level(spans: tuple[tuple[int, int, int], ...]) -> list[tuple[int, int, int]]:
+    out: list[tuple[int, int, int]] = []
+    for span in spans:
+        if not out or span[0] > out[-1][2]:
+            out.append(span)
+    return out
+
+
+_JOINERS = re.compile(r"(?:[\s,;:/|&$.]|\\[,;:! ]|\\quad|\\qquad|\\to\b|\\rightarrow\b|\\Rightarrow\b|->|=>|or|and)*")
+
+
+def several_boxes(region: str, answer_block: bool) -> bool:
+    r"""Several boxed answers that disagree: any two in an answer block, or the last two joined only by
+    punctuation, "or"/"and" or an arrow elsewhere (``\boxed{73}, \boxed{72}``)."""
+    if "\\boxed" not in region and "\\fbox" not in region:
+        return False
+    boxes = _top_level(boxed_spans(region))
+    contents = {region[a:b].strip() for _, a, b in boxes}
+    if len(contents) < 2:
+        return False
+    if answer_block:
+        return True
+    (_, first, end), (start, a, b) = boxes[-2], boxes[-1]
+    disagree = region[a:b].strip() != region[first:end].strip()
+    return disagree and _JOINERS.fullmatch(region, end + 1, start) is not None
+
+
+def extract_prediction(text: str) -> str | None:
+    """The final answer of a completion (see ``math_task``), or None."""
+    answer = extract_answer(text)
+    if answer is not None:
+        boxed = last_boxed(answer)
+        return boxed if boxed is not None else answer
+    return last_boxed(text)
+
+
+def gold_text(gold: str) -> str:
+    r"""The final answer inside a gold ``answer`` cell: after ``####``, else the last ``\boxed{}``, else all."""
+    if "####" in gold:
+        return gold.rsplit("####", 1)[1].strip()
+    boxed = last_boxed(gold)
+    return (boxed if boxed is not None else gold).strip()
+
+
+# ---------------------------------------------------------------------------------------- normalisation
+
+_LEAD_IN = re.compile(
+    r"\s*(?:(?:so|therefore|thus|hence),?\s+)?(?:the\s+)?(?:final\s+)?(?:answer|result)\b\s*(?:is\b|=|:)?\s*:?",
+    re.IGNORECASE,
+)
+_DELIMS = [("$$", "$$"), ("$", "$"), ("\\[", "\\]"), ("\\(", "\\)")]
+_TEXT_CMD = re.compile(r"\\(?:text|textbf|mathrm|mbox|textnormal|operatorname)\s*\{([^{}]*)\}")
+_CURRENCY = re.compile(r"\\\$|\$|€|£|¥|₹|\\euro|\b(?:usd|eur|gbp|rs)\b\.?", re.IGNORECASE)
+NUMBER = re.compile(r"[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|[-+]?\.\d+")
+_PLAIN_NUMBER = re.compile(r"(?P<sign>[-+])?\s*(?P<int>\d{1,3}(?:,\d{3})+|\d+)?(?:\.(?P<dec>\d+))?")
+_FRACTION = re.compile(
+    r"(?P<sign>[-+])?\s*(?:\\[dt]?frac\s*\{\s*(?P<a>\d+)\s*\}\s*\{\s*(?P<b>\d+)\s*\}"
+    r"|\\[dt]?frac(?P<a1>\d)(?P<b1>\d)|(?P<a2>\d+)\s*/\s*(?P<b2>\d+))"
+)
+_SPACES = re.compile(r"\\[,;:! ]|\\quad|\\qquad|~")
+_VAR_ASSIGN = re.compile(r"[a-zA-Z]\s*=\s*(?=[-+\d.\\])")
+_UNIT_WORD = re.compile(r"[A-Za-z]+(?:\^\{?[23]\}?)?(?:/[A-Za-z]+(?:\^\{?[23]\}?)?)?")
+_ALPHA = re.compile(r"[A-Za-z]+")
+
+KNOWN_UNITS = frozenset(
+    "cm mm km nm um kg mg ml mL dl cl kl ft yd mi lb lbs oz hr hrs min mins sec secs ms us ns mph kph kmh "
+    "kmph cc sq cu km2 kW kw MW mW kJ kj mA mV kV Hz hz GB MB KB kB TB Gb Mb pt qt gal pcs pc yr yrs wk wks "
+    "am pm AM PM st nd rd th deg men kids cars toys eggs pens cups boys days hours".split()
+)
+SINGLE_LETTER_UNITS = frozenset("m s h g l L K N J W V A".split())  # only inside a compound such as m/s, km/h
+MATH_NAMES = frozenset(
+    "sin cos tan cot sec csc arcsin arccos arctan sinh cosh tanh log ln lg exp sqrt pi lim max det mod gcd lcm "
+    "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron rho sigma tau upsilon phi "
+    "chi psi omega inf infty".split()
+)
+_WORD_BREAKERS = frozenset("or and nor not either maybe perhaps possibly vs to then".split())
+
+
+def is_unit(token: str) -> bool:
+    """Whether ``token`` (letters, optional ``^2``/``^3``, optional ``/unit``) is a unit word, never a variable."""
+    if not _UNIT_WORD.fullmatch(token):
+        return False
+    words = _ALPHA.findall(token)
+    if len(words) == 1:
+        return _unit_word(words[0])
+    return all(_unit_word(w) or w in SINGLE_LETTER_UNITS for w in words)
+
+
+def _unit_word(word: str) -> bool:
+    if word in KNOWN_UNITS:
+        return True
+    lower = word.lower()
+    if len(word) < 4 or lower in MATH_NAMES or lower in _WORD_BREAKERS:
+        return False
+    return any(v in lower for v in "aeiou")  # "clips", "dollars"; never "xyz" or "abc" (products of variables)
+
+
+def strip_unit_tail(s: str) -> str:
+    """``s`` without up to four trailing unit words after a number ("72 clips", "5 km/h", "3cm^2"); else ``s``."""
+    body = s.rstrip().rstrip(".").rstrip()
+    removed = 0
+    while removed < 4 and body:
+        cut = max(body.rfind(" "), body.rfind("\t"), body.rfind("\n"))
+        token = body[cut + 1 :]
+        if is_unit(token):
+            body = body[: cut + 1].rstrip()
+            removed += 1
+            continue
+        first = next((k for k, c in enumerate(token) if c.isalpha()), -1)
+        if first > 0 and (token[first - 1].isdigit() or token[first - 1] == "}") and is_unit(token[first:]):
+            body = body[: cut + 1] + token[:first]
+            removed += 1
+        break
+    if removed and body and (body[-1].isdigit() or body[-1] == "}"):
+        return body
+    return s
+
+
+def _strip_delims(s: str) -> str:
+    changed = True
+    while changed:
+        changed = False
+        s = s.strip()
+        for a, b in _DELIMS:
+            if len(s) >= len(a) + len(b) and s.startswith(a) and s.endswith(b):
+                s = s[len(a) : len(s) - len(b)]
+                changed = True
+                break
+        else:
+            if s.startswith(_BOX_COMMANDS) and s.endswith("}"):
+                spans = boxed_spans(s)
+                if spans and spans[0][0] == 0 and spans[0][2] == len(s) - 1:
+                    s = s[spans[0][1] : spans[0][2]]
+                    changed = True
+    return s
+
+
+def _text_command(match: re.Match[str]) -> str:
+    r"""``\text{...}``: its words, or nothing when it is a unit right after a number (``5\text{ cm}``)."""
+    content = match.group(1).strip()
+    before = match.string[: match.start()].rstrip()
+    if before and (before[-1].isdigit() or before[-1] == "}") and content and content.lower() not in _WORD_BREAKERS:
+        if all(is_unit(t) or (len(t) == 1 and t.isalpha()) for t in content.split()):
+            return " "
+    return " " + match.group(1) + " "
+
+
+def normalize(s: str) -> str:
+    """Canonical surface form of an answer string (see ``math_task``)."""
+    s = s.strip()
+    lead = _LEAD_IN.match(s)
+    if lead:
+        s = s[lead.end() :]
+    s = _strip_delims(s)
+    s = _TEXT_CMD.sub(_text_command, s)
+    s = _SPACES.sub(" ", s)
+    s = s.replace("\\left", "").replace("\\right", "").replace("\\displaystyle", "").strip()
+    assign = _VAR_ASSIGN.match(s)
+    if assign:  # "x = 3" -> "3"
+        s = s[assign.end() :]
+    s = _CURRENCY.sub("", s)
+    s = s.strip().rstrip(".").strip()
+    if s.endswith("%"):
+        s = s[:-2] if s.endswith("\\%") else s[:-1]
+    s = strip_unit_tail(s.strip()) if NUMBER.search(s) else s
+    s = s.replace("^\\circ", "").replace("^{\\circ}", "").replace("°", "").strip()
+    return " ".join(s.split())
+
+
+def as_number(s: str) -> Fraction | None:
+    r"""``s`` (already normalised) as an exact number, if it is a plain number, ``a/b`` or ``\frac{a}{b}``."""
+    m = _PLAIN_NUMBER.fullmatch(s)
+    if m and (m.group("int") or m.group("dec")):
+        whole = (m.group("int") or "0").replace(",", "")
+        dec = m.group("dec")
+        value = Fraction(int(whole)) + (Fraction(int(dec), 10 ** len(dec)) if dec else 0)
+        return -value if m.group("sign") == "-" else value
+    m = _FRACTION.fullmatch(s)
+    if m:
+        a = m.group("a") or m.group("a1") or m.group("a2")
+        b = m.group("b") or m.group("b1") or m.group("b2")
+        if int(b) == 0:
+            return None
+        value = Fraction(int(a), int(b))
+        return -value if m.group("sign") == "-" else value
+    return None
+
+
+def decimals(s: str) -> int:
+    """Number of decimal places of a number string ("0.333" -> 3)."""
+    head, dot, tail = s.rpartition(".")
+    return len(tail) if dot and tail.isdigit() else 0
+
+
+# ----------------------------------------------------------------------------------------- anti-gaming
+
+HEDGE_WORDS = re.compile(
+    r"\b(?:or|and|nor|either|not|maybe|perhaps|possibly|vs|actually|instead|rather|wait|correction|sorry)\b"
+    r"|\\(?:lor|vee|text\s*\{\s*or)",
+    re.IGNORECASE,
+)
+RANGE_WORDS = re.compile(
+    r"\b(?:to|then|between|from)\b|\\(?:to\b|rightarrow|Rightarrow|implies|longrightarrow|Longrightarrow"
+    r"|mapsto|iff|pm\b|mp\b)|->|=>|→|⇒|⟹|±",
+    re.IGNORECASE,
+)
+APPROX = re.compile(
+    r"\\approx|\\simeq|\\sim\b|≈|≃|\b(?:approximately|approx|about|around|roughly|nearly|almost|circa|estimated)\b",
+    re.IGNORECASE,
+)
+BOUND = re.compile(
+    r"\\(?:le|leq|ge|geq|lt|gt|neq|ne|leqslant|geqslant)\b|[<>≤≥≠]|"
+    r"\b(?:at least|at most|less than|more than|greater than|fewer than|up to)\b",
+    re.IGNORECASE,
+)
+
+
+def multiple_candidates(pred: str) -> bool:
+    """True when the answer offers several values ("72 or 73", "73 \\to 72", one per line, "72 73")."""
+    if len(NUMBER.findall(pred)) < 2:
+        return False
+    if HEDGE_WORDS.search(pred) or RANGE_WORDS.search(pred):
+        return True
+    if sum(1 for ln in pred.splitlines() if ln.strip()) > 1:
+        return True
+    return bool(re.search(r"\d\s+[-+]?\d", pred))  # numbers side by side with no operator between
+
+
+def free_letter(s: str) -> bool:
+    r"""Whether ``s`` has a one-letter name (a variable such as ``x`` or ``i``) outside ``\commands``."""
+    i, n = 0, len(s)
+    while i < n:
+        c = s[i]
+        if c == "\\":
+            i += 1
+            while i < n and s[i].isalpha():
+                i += 1
+            continue
+        if c.isascii() and c.isalpha():
+            j = i
+            while j < n and s[j].isascii() and s[j].isalpha():
+                j += 1
+            if j - i == 1:
+                return True
+            i = j
+            continue
+        i += 1
+    return False
+
+
+def pathological(s: str) -> bool:
+    """Inputs math-verify/sympy could spend unbounded time on: long, deeply nested, power towers, huge powers."""
+    if len(s) > MAX_ANSWER_CHARS:
+        return True
+    depth = 0
+    stack: list[bool] = []  # per open brace: is it an exponent group?
+    in_exp = 0
+    prev = ""
+    for c in s:
+        if c in "{([":
+            is_exp = c == "{" and prev == "^"
+            if is_exp and in_exp:
+                return True  # nested exponent: a power tower
+            stack.append(is_exp)
+            in_exp += is_exp
+            depth += 1
+            if depth > MAX_NESTING:
+                return True
+        elif c in "})]":
+            if stack:
+                in_exp -= stack.pop()
+            depth = max(0, depth - 1)
+        if not c.isspace():
+            prev = c
+    big = str(MAX_EXPONENT_DIGITS + 1)
+    compact = "".join(s.split())  # no whitespace runs left for the patterns below to backtrack over
+    if re.search(r"\^[-+]?\d{" + big + ",}", compact):
+        return True  # a huge exponent (only the first digit binds without braces, so 10^100000 is 10^1 00000)
+    if re.search(r"\^\{[^{}]*\d{" + big + ",}", compact):
+        return True
+    if compact.count("^") > 2 and re.search(r"\^[^{}]*\^", compact):
+        return True  # chained exponents a^b^c^d
+    return bool(re.search(r"\d{4,}!|\\(?:binom|choose)", compact))  # large factorials / binomials
