@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from transformers.trainer_utils import get_last_checkpoint
 from trl import GRPOConfig, GRPOTrainer, ModelConfig, ScriptArguments, TrlParser
 
-from {{ cookiecutter.package_name }} import data, memory, model, priming,{% if cookiecutter.task == "code" %} sandbox,{% endif %} tiny
+from {{ cookiecutter.package_name }} import data, health, memory, model, priming,{% if cookiecutter.task == "code" %} sandbox,{% endif %} tiny
 from {{ cookiecutter.package_name }}.rewards import REWARD_FUNCS, common
 
 DEFAULT_CONFIG = "configs/{{ cookiecutter.gpu }}.yaml"
@@ -50,6 +50,10 @@ class GRPOScriptArguments(ScriptArguments):
     format_priming_lr: float = field(default=3e-3, metadata={"help": "Learning rate of format priming."})
     num_processes: int = field(default=1, metadata={"help": "Training processes this preset's batch is sized for."})
     auto_resume: bool = field(default=True, metadata={"help": "Resume from the last checkpoint in output_dir."})
+    health_monitor: bool = field(default=True, metadata={"help": "Warn on unhealthy metrics; write health.json."})
+    health_window: int | None = field(default=None, metadata={"help": "Steps a health condition must last (10)."})
+    health_zero_std_max: float | None = field(default=None, metadata={"help": "frac_reward_zero_std alarm (0.9)."})
+    health_clipped_max: float | None = field(default=None, metadata={"help": "Clipped-ratio alarm (0.5)."})
 {%- if cookiecutter.task == "code" %}
     sandbox_isolation: str = field(
         default="auto",
@@ -139,6 +143,8 @@ def main(script_args: GRPOScriptArguments, training_args: GRPOConfig, model_args
         processing_class=tokenizer,
         peft_config=peft_config,
     )
+    if (monitor := health.monitor_from_args(script_args, training_args.beta)) is not None:
+        trainer.add_callback(monitor)  # warnings while training, health.json at the end (see health.py)
 
     checkpoint = training_args.resume_from_checkpoint
     if checkpoint is None and script_args.auto_resume and os.path.isdir(training_args.output_dir):
