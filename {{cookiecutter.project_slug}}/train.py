@@ -103,7 +103,7 @@ def main(script_args: GRPOScriptArguments, training_args: GRPOConfig, model_args
                 priming.prime(
                     model_args.model_name_or_path,
                     primed,
-                    train_split.select(range(min(len(train_split), 512))).to_list(),
+                    data.priming_rows(script_args.dataset_name, train_split, seed=training_args.seed),
                     steps=script_args.format_priming_steps,
                     learning_rate=script_args.format_priming_lr,
                     seed=training_args.seed,

@@ -215,16 +215,6 @@ def write(result: dict, output_dir: str | Path) -> Path:
     return path
 
 
-def read_warnings(run_dir: str | Path) -> list[tuple[int, str]]:
-    """(step, condition) of the warnings in a run's health.json; [] when there is none or it is unreadable."""
-    path = Path(run_dir) / "health.json"
-    try:
-        warnings = json.loads(path.read_text(encoding="utf-8")).get("warnings", {})
-        return sorted((int(w["step"]), name) for name, w in warnings.items())
-    except (OSError, ValueError, AttributeError, KeyError, TypeError):
-        return []
-
-
 def monitor_from_args(script_args, beta: float) -> HealthMonitor | None:
     """The monitor for train.py: None when ``health_monitor`` is off; ``health_<field>`` arguments override."""
     if not getattr(script_args, "health_monitor", True):
