@@ -74,10 +74,10 @@ def generate_curriculum(n: int, seed: int = 0, part: str = "train") -> list[dict
     rows = []
     for _ in range(n):
         op, c = rng.choice(chosen)
-        expected = {"+": lambda x: x + c, "-": lambda x: x - c, "*": lambda x: x * c}[op]
+        results = [x + c if op == "+" else x - c if op == "-" else x * c for x in (1, 4, 7)]
         rows.append({
             "question": f"Write a function f(x) that returns x {op} {c}.",
-            "tests": [f"assert f({x}) == {expected(x)}" for x in (1, 4, 7)],
+            "tests": [f"assert f({x}) == {y}" for x, y in zip((1, 4, 7), results, strict=True)],
             "entry_point": "f",
             "solution": f"def f(x):\n    return x {op} {c}",
         })
