@@ -50,6 +50,7 @@ class GRPOScriptArguments(ScriptArguments):
     format_priming_lr: float = field(default=3e-3, metadata={"help": "Learning rate of format priming."})
     num_processes: int = field(default=1, metadata={"help": "Training processes this preset's batch is sized for."})
     auto_resume: bool = field(default=True, metadata={"help": "Resume from the last checkpoint in output_dir."})
+    eval_num_samples: int = field(default=1, metadata={"help": "eval.py's default samples per prompt (1 = greedy)."})
     health_monitor: bool = field(default=True, metadata={"help": "Warn on unhealthy metrics; write health.json."})
     health_window: int | None = field(default=None, metadata={"help": "Steps a health condition must last (10)."})
     health_zero_std_max: float | None = field(default=None, metadata={"help": "frac_reward_zero_std alarm (0.9)."})
