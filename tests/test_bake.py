@@ -27,7 +27,7 @@ COMMON_FILES = {
     "{pkg}/memory.py", "tests/test_memory.py", "benchmarks/device_memory_check.py",
     "{pkg}/priming.py", "benchmarks/bench_smoke_learns.py",
     "eval.py", "plot.py", "{pkg}/evaluate.py", "{pkg}/plots.py", "tests/test_eval.py", "tests/test_plot.py",
-    "tests/_smoke_run.py",
+    "tests/_smoke_run.py", "{pkg}/health.py", "tests/test_health.py", "tests/test_curriculum.py",
 }
 TASK_FILES = {  # written out here, not taken from the hook, so a hook that removes the wrong file fails
     "math": {"{pkg}/task_math.py", "{pkg}/rewards/math_task.py", "data/math_sample.jsonl", "docs/smoke_math.png",
