@@ -29,7 +29,7 @@ COMMON_FILES = {
     "tests/test_doctor.py", "benchmarks/bench_layer_working_set.py",
     "{pkg}/priming.py", "benchmarks/bench_smoke_learns.py",
     "eval.py", "plot.py", "{pkg}/evaluate.py", "{pkg}/plots.py", "tests/test_eval.py", "tests/test_plot.py",
-    "tests/_smoke_run.py",
+    "tests/_smoke_run.py", "{pkg}/health.py", "tests/test_health.py", "tests/test_curriculum.py",
     "scripts/_gpus.sh", "{pkg}/distributed.py", "tests/test_launch_checks.py", "tests/test_launch_scripts.py",
     "tests/test_priming_cli.py", "tests/test_model_loading.py",
 }

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from transformers.trainer_utils import get_last_checkpoint
 from trl import GRPOConfig, GRPOTrainer, ModelConfig, ScriptArguments, TrlParser
 
-from {{ cookiecutter.package_name }} import data, distributed, memory, model, priming,{% if cookiecutter.task == "code" %} sandbox,{% endif %} tiny
+from {{ cookiecutter.package_name }} import data, distributed, health, memory, model, priming,{% if cookiecutter.task == "code" %} sandbox,{% endif %} tiny
 from {{ cookiecutter.package_name }}.rewards import REWARD_FUNCS, common{% if cookiecutter.task == "code" %}, code_task{% endif %}
 
 DEFAULT_CONFIG = "configs/{{ cookiecutter.gpu }}.yaml"
@@ -50,6 +50,11 @@ class GRPOScriptArguments(ScriptArguments):
     format_priming_lr: float = field(default=3e-3, metadata={"help": "Learning rate of format priming."})
     num_processes: int = field(default=1, metadata={"help": "Training processes this preset's batch is sized for."})
     auto_resume: bool = field(default=True, metadata={"help": "Resume from the last checkpoint in output_dir."})
+    eval_num_samples: int = field(default=1, metadata={"help": "eval.py's default samples per prompt (1 = greedy)."})
+    health_monitor: bool = field(default=True, metadata={"help": "Warn on unhealthy metrics; write health.json."})
+    health_window: int | None = field(default=None, metadata={"help": "Steps a health condition must last (10)."})
+    health_zero_std_max: float | None = field(default=None, metadata={"help": "frac_reward_zero_std alarm (0.9)."})
+    health_clipped_max: float | None = field(default=None, metadata={"help": "Clipped-ratio alarm (0.5)."})
 {%- if cookiecutter.task == "code" %}
     sandbox_isolation: str = field(
         default="auto",
@@ -99,7 +104,7 @@ def main(script_args: GRPOScriptArguments, training_args: GRPOConfig, model_args
                 priming.prime(
                     model_args.model_name_or_path,
                     primed,
-                    train_split.select(range(min(len(train_split), 512))).to_list(),
+                    data.priming_rows(script_args.dataset_name, train_split, seed=training_args.seed),
                     steps=script_args.format_priming_steps,
                     learning_rate=script_args.format_priming_lr,
                     seed=training_args.seed,
@@ -142,6 +147,8 @@ def main(script_args: GRPOScriptArguments, training_args: GRPOConfig, model_args
         processing_class=tokenizer,
         peft_config=peft_config,
     )
+    if (monitor := health.monitor_from_args(script_args, training_args.beta)) is not None:
+        trainer.add_callback(monitor)  # warnings while training, health.json at the end (see health.py)
 
     checkpoint = training_args.resume_from_checkpoint
     if checkpoint is None and script_args.auto_resume and os.path.isdir(training_args.output_dir):

@@ -3,6 +3,7 @@
 import json
 import math
 from itertools import combinations
+from pathlib import Path
 
 import pytest
 from _pkg import mod
@@ -160,3 +161,15 @@ def test_a_file_that_is_not_a_report_gets_one_line(tmp_path):
     (tmp_path / "b.json").write_text(json.dumps({"metrics": {}}))
     done = run_script("eval.py", "--compare", str(tmp_path / "a.json"), str(tmp_path / "b.json"), timeout=120)
     assert done.returncode != 0 and "is not readable JSON" in last_line(done)
+
+
+def test_the_smoke_config_samples_by_default_and_the_cli_wins(tmp_path):
+    parser = evaluate.build_parser()
+    config = str(Path(__file__).resolve().parent.parent / "configs" / "smoke.yaml")
+    smoke = evaluate.settings_from_args(parser.parse_args(["--config", config]))
+    assert smoke.num_samples == 4 and evaluate.sampling(smoke)["do_sample"] is True  # greedy is degenerate there
+    greedy = evaluate.settings_from_args(parser.parse_args(["--config", config, "--num_samples", "1"]))
+    assert evaluate.sampling(greedy) == {"do_sample": False}
+    preset = tmp_path / "preset.yaml"
+    preset.write_text("model_name_or_path: some/model\n")
+    assert evaluate.settings_from_args(parser.parse_args(["--config", str(preset)])).num_samples == 1

@@ -48,7 +48,7 @@ def test_plot_of_a_checkpoint_to_a_chosen_file(trained, tmp_path):
 def test_the_smoke_log_has_every_panel_but_kl(trained):
     history = plots.load_history(plots.find_state(trained))
     titles = [p["title"] for p in plots.panels(history)]
-    assert titles == ["reward", "reward spread", "completion length (tokens) / clipped ratio", "learning rate"]
+    assert titles == ["reward", "reward spread", "completion length (tokens) / clipped ratio"]  # constant lr: a note
     assert "correctness" in plots.reward_names(history)  # beta is 0 in the smoke config: no kl logged
 
 
@@ -59,6 +59,34 @@ def synthetic_log(steps: int = 5, kl: bool = True) -> list[dict]:
          "completions/clipped_ratio": 0.05, "learning_rate": 1e-6, **({"kl": 0.01 * s} if kl else {})}
         for s in range(1, steps + 1)
     ] + [{"step": steps, "eval_reward": 0.3, "eval_rewards/correctness/mean": 0.2}, {"train_runtime": 1.0}]
+
+
+def test_constant_learning_rate_is_a_note_and_a_decaying_one_a_panel():
+    constant = synthetic_log(5)
+    assert plots.constant_lr(constant) == 1e-6
+    assert "learning rate" not in [p["title"] for p in plots.panels(constant)]
+    decaying = [{**e, "learning_rate": 1e-6 / e["step"]} if "reward" in e else e for e in constant]
+    assert plots.constant_lr(decaying) is None
+    assert "learning rate" in [p["title"] for p in plots.panels(decaying)]
+
+
+def test_health_warnings_are_read_from_the_run_or_its_parent(tmp_path):
+    (tmp_path / "checkpoint-5").mkdir()
+    assert plots.health_warnings(tmp_path) == []
+    (tmp_path / "health.json").write_text(json.dumps({"verdict": "suspect", "warnings": {
+        "zero_std_groups": {"step": 4, "evidence": "e", "knob": "k"}, "nonfinite": {"step": 2}}}))
+    assert plots.health_warnings(tmp_path) == [(2, "nonfinite"), (4, "zero_std_groups")]
+    assert plots.health_warnings(tmp_path / "checkpoint-5") == [(2, "nonfinite"), (4, "zero_std_groups")]
+    (tmp_path / "health.json").write_text("not json")
+    assert plots.health_warnings(tmp_path) == []
+
+
+def test_plot_with_warnings_draws_more_than_without(tmp_path):
+    history = synthetic_log(10)
+    plain = plots.plot(history, tmp_path / "plain.png", title="run")
+    marked = plots.plot(history, tmp_path / "marked.png", title="run", warnings=[(3, "zero_std_groups")])
+    assert png_size(marked)[0] >= 600
+    assert plain.read_bytes() != marked.read_bytes()
 
 
 def test_kl_panel_when_beta_is_positive(tmp_path):
@@ -72,7 +100,7 @@ def test_kl_panel_when_beta_is_positive(tmp_path):
     assert "KL to reference" in [p["title"] for p in plots.panels(history)]
     assert plots.series(history, "reward")[0] == list(range(1, 11))
     assert plots.main([str(tmp_path), "--output", str(tmp_path / "out.png")]) == 0
-    assert png_size(tmp_path / "out.png")[1] >= 600  # three rows of panels
+    assert png_size(tmp_path / "out.png")[1] >= 600  # two rows of panels (a constant learning rate is a note)
 
 
 @pytest.mark.parametrize("case", ["missing", "empty-dir", "no-rewards"])

@@ -40,6 +40,11 @@ def load_raw(name: str, config: str | None = None):
         if not hasattr(task, "generate_rows") or not count.isdigit():
             raise DataError(f"dataset {name!r}: only 'generate:N' with a task that has a generator is supported")
         return DatasetDict({"train": Dataset.from_list(task.generate_rows(int(count)))})
+    if name.startswith("curriculum:"):  # the task's easy smoke curriculum, e.g. "curriculum:2000"
+        count = name.split(":", 1)[1]
+        if not hasattr(task, "generate_curriculum") or not count.isdigit():
+            raise DataError(f"dataset {name!r}: only 'curriculum:N' with a task that has a curriculum is supported")
+        return DatasetDict({"train": Dataset.from_list(task.generate_curriculum(int(count)))})
     path = Path(name)
     if path.suffix in LOCAL_FORMATS:
         if not path.is_file():
@@ -52,6 +57,14 @@ def load_raw(name: str, config: str | None = None):
         dataset = DatasetDict({"train": dataset})
     columns = next(iter(dataset.values())).column_names
     return dataset.map(task.from_hub_row, remove_columns=columns)
+
+
+def priming_rows(name: str, train, limit: int = 512, seed: int = 0) -> list[dict]:
+    """The rows format priming learns from: a curriculum's own priming part (disjoint from its GRPO rows), else the
+    first ``limit`` training rows."""
+    if name.startswith("curriculum:"):
+        return task.generate_curriculum(limit, seed=seed, part="priming")
+    return train.select(range(min(len(train), limit))).to_list()
 
 
 def prompt_length(tokenizer, prompt: list[dict[str, str]], chat_template_kwargs: dict | None = None) -> int:

@@ -614,7 +614,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--config", help="the training config (default: the project's GPU preset)")
     parser.add_argument("--model", help="model dir, hub id or LoRA adapter dir (default: the config's model)")
     parser.add_argument("--adapter", help="a LoRA adapter dir (peft) to apply to --model")
-    parser.add_argument("--num_samples", type=int, default=1, help="completions per prompt (1 = greedy)")
+    parser.add_argument(
+        "--num_samples", type=int,
+        help="completions per prompt (1 = greedy; default: the config's eval_num_samples, else 1)",
+    )
     parser.add_argument("--pass_k", type=int, nargs="+", help="k values for pass@k (default: 1 and num_samples)")
     parser.add_argument("--max_rows", type=int, help="evaluate only the first N eval prompts")
     parser.add_argument("--batch_size", type=int, default=8, help="prompts per generate call (transformers)")
@@ -642,6 +645,8 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         raise EvalError(f"no model: pass --model (config {config!r} has no model_name_or_path)")
     model = os.path.expanduser(model)
     adapter = os.path.expanduser(args.adapter) if args.adapter else None
+    if args.num_samples is None:  # a config whose model decodes degenerately when greedy samples by default
+        args.num_samples = int(cfg.get("eval_num_samples") or 1)
     if args.num_samples < 1:
         raise EvalError(f"--num_samples must be at least 1, got {args.num_samples}")
     if args.max_rows is not None and args.max_rows < 1:

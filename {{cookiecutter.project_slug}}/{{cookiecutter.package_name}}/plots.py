@@ -11,7 +11,10 @@ file itself when a path to it is given. Panels, each only when its metrics were 
   no gradient: a rising fraction means the task is too easy or too hard for the model);
 * completion length: ``completions/mean_length`` and, on the right axis, ``completions/clipped_ratio``;
 * KL to the reference model (``kl``, logged when ``beta`` > 0);
-* learning rate.
+* learning rate (a constant one is a note under the title instead of a panel).
+
+Steps where the health monitor warned (``health.json`` next to the log, see health.py) are dashed vertical lines,
+named in the legend. The title is the run directory; legends sit outside the curves.
 
 Matplotlib with the Agg backend: no display needed.
 """
@@ -70,6 +73,24 @@ def series(history: list[dict], key: str) -> tuple[list[float], list[float]]:
     return steps, values
 
 
+def health_warnings(run_dir: str | Path) -> list[tuple[int, str]]:
+    """(step, condition) of each warning in the run's health.json (in ``run_dir`` or, for a checkpoint, its parent);
+    [] when there is none or it is unreadable."""
+    for candidate in (Path(run_dir) / "health.json", Path(run_dir).parent / "health.json"):
+        try:
+            warnings = json.loads(candidate.read_text(encoding="utf-8")).get("warnings", {})
+            return sorted((int(w["step"]), str(name)) for name, w in warnings.items())
+        except (OSError, ValueError, AttributeError, KeyError, TypeError):
+            continue
+    return []
+
+
+def constant_lr(history: list[dict]) -> float | None:
+    """The learning rate when every logged value is the same, else None."""
+    values = set(series(history, "learning_rate")[1])
+    return values.pop() if len(values) == 1 else None
+
+
 def reward_names(history: list[dict]) -> list[str]:
     names = []
     for entry in history:
@@ -102,13 +123,15 @@ def panels(history: list[dict]) -> list[dict]:
             ],
         },
         {"title": "KL to reference", "lines": [("kl", "kl", "left")]},
-        {"title": "learning rate", "lines": [("learning_rate", "learning_rate", "left")]},
     ]
+    if constant_lr(history) is None:
+        out.append({"title": "learning rate", "lines": [("learning_rate", "learning_rate", "left")]})
     return [p for p in out if any(series(history, key)[0] for _, key, _ in p["lines"])]
 
 
-def plot(history: list[dict], output: Path, title: str = "") -> Path:
-    """Draw the panels of ``history`` into ``output`` (PNG); returns the path written."""
+def plot(history: list[dict], output: Path, title: str = "", warnings: list[tuple[int, str]] = ()) -> Path:
+    """Draw the panels of ``history`` into ``output`` (PNG), with a dashed line at each health warning's step;
+    returns the path written."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -138,19 +161,24 @@ def plot(history: list[dict], output: Path, title: str = "") -> Path:
             steps, values = series(history, key)
             if steps:
                 handles.append(ax.scatter(steps, values, label=name, color=f"C{index}", marker="D", zorder=3))
+        for index, (step, name) in enumerate(warnings):
+            marker = ax.axvline(step, color=f"C{index + 3}", linestyle="--", linewidth=1, label=f"warning: {name}")
+            handles.append(marker)
         ax.set_title(panel["title"])
         ax.set_xlabel("step")
         ax.grid(alpha=0.3)
         if panel["title"] == "learning rate":
             ax.ticklabel_format(axis="y", style="sci", scilimits=(-2, 3))
-        ax.legend(handles=handles, fontsize=8, loc="best")
+        ax.legend(handles=handles, fontsize=8, loc="upper left", bbox_to_anchor=(1.02 if right is None else 1.12, 1))
     for ax in list(axes.flat)[len(chosen) :]:
         ax.set_visible(False)
-    if title:
-        fig.suptitle(title)
+    lr = constant_lr(history)
+    note = f"learning rate constant at {lr:.3g}" if lr is not None else ""
+    if title or note:
+        fig.suptitle("\n".join(t for t in (title, note) if t), fontsize=11)
     fig.tight_layout()
     output.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(output, dpi=100, format="png")
+    fig.savefig(output, dpi=100, format="png", bbox_inches="tight")
     plt.close(fig)
     return output
 
@@ -166,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
         history = load_history(state_file)
         run_dir = Path(args.run) if Path(args.run).is_dir() else state_file.parent
         output = Path(args.output) if args.output else run_dir / "training.png"
-        plot(history, output, title=str(state_file.parent))
+        plot(history, output, title=str(run_dir), warnings=health_warnings(state_file.parent))
     except PlotError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1

@@ -56,3 +56,29 @@ def gold_completion(row: dict) -> str:
         "<reasoning>\nImplement the function directly.\n</reasoning>\n"
         f"<answer>\n```python\n{code}\n```\n</answer>"
     )
+
+
+def generate_curriculum(n: int, seed: int = 0, part: str = "train") -> list[dict]:
+    """``n`` one-line function problems (``f(x)`` returns ``x + c``, ``x - c`` or ``x * c``), sampled with ``seed``.
+
+    The smoke curriculum (``dataset_name: curriculum:N``): the tests pin the operator and the constant. The problems
+    are split once and for all into a ``priming`` part (format priming's gold completions) and a disjoint ``train``
+    part (the GRPO rows), so any rise of correctness on the GRPO rows is GRPO's doing.
+    """
+    import random
+    import zlib
+
+    problems = [(op, c) for op in "+-*" for c in range(2, 10)]
+    chosen = [p for p in problems if (zlib.crc32(repr(p).encode()) % 3 == 0) == (part == "priming")]
+    rng = random.Random(seed)
+    rows = []
+    for _ in range(n):
+        op, c = rng.choice(chosen)
+        results = [x + c if op == "+" else x - c if op == "-" else x * c for x in (1, 4, 7)]
+        rows.append({
+            "question": f"Write a function f(x) that returns x {op} {c}.",
+            "tests": [f"assert f({x}) == {y}" for x, y in zip((1, 4, 7), results, strict=True)],
+            "entry_point": "f",
+            "solution": f"def f(x):\n    return x {op} {c}",
+        })
+    return rows

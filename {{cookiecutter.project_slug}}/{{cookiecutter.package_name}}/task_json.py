@@ -103,3 +103,30 @@ def generate_rows(n: int, seed: int = 0) -> list[dict]:
         text, schema, gold = makers[index % len(makers)](rng)
         rows.append({"question": text, "schema": json.dumps(schema), "answer": json.dumps(gold)})
     return rows
+
+
+def generate_curriculum(n: int, seed: int = 0, part: str = "train") -> list[dict]:
+    """``n`` copy tasks: put one or two fields named in a short text into a JSON object, sampled with ``seed``.
+
+    The smoke curriculum (``dataset_name: curriculum:N``). The problems are split once and for all into a
+    ``priming`` part (format priming's gold completions) and a disjoint ``train`` part (the GRPO rows), so any rise
+    of correctness on the GRPO rows is GRPO's doing.
+    """
+    import random
+    import zlib
+
+    problems = [(name, ticket) for name in _FIRST for ticket in [None, *range(10)]]
+    chosen = [p for p in problems if (zlib.crc32(repr(p).encode()) % 3 == 0) == (part == "priming")]
+    rng = random.Random(seed)
+    rows = []
+    for _ in range(n):
+        name, ticket = rng.choice(chosen)
+        if ticket is None:
+            text, gold = f"The user is {name}. Extract the name.", {"name": name}
+        else:
+            text, gold = f"Ticket {ticket} is from {name}. Extract the ticket and the name.", {"ticket": ticket,
+                                                                                          "name": name}
+        props = {key: {"type": "integer" if key == "ticket" else "string"} for key in gold}
+        schema = {"type": "object", "additionalProperties": False, "required": list(gold), "properties": props}
+        rows.append({"question": text, "schema": json.dumps(schema), "answer": json.dumps(gold)})
+    return rows

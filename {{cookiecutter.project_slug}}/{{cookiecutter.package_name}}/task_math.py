@@ -48,3 +48,24 @@ def gold_completion(row: dict) -> str:
     solution, final = split_gold(row["answer"])
     reasoning = solution or "The answer follows from the problem statement."
     return f"<reasoning>\n{reasoning}\n</reasoning>\n<answer>\n{final}\n</answer>"
+
+
+def generate_curriculum(n: int, seed: int = 0, part: str = "train") -> list[dict]:
+    """``n`` single-step arithmetic rows (``a + b`` and ``a - b``, 0 <= b <= a <= 5 for ``-``), sampled with ``seed``.
+
+    The smoke curriculum (``dataset_name: curriculum:N``): easy enough that a tiny model can learn it with GRPO. The
+    problems are split once and for all into a ``priming`` part (format priming's gold completions) and a
+    disjoint ``train`` part (the GRPO rows), so any rise of correctness on the GRPO rows is GRPO's doing.
+    """
+    import random
+    import zlib
+
+    problems = [(a, op, b) for a in range(6) for b in range(6) for op in "+-" if op == "+" or a >= b]
+    chosen = [p for p in problems if (zlib.crc32(repr(p).encode()) % 3 == 0) == (part == "priming")]
+    rng = random.Random(seed)
+    rows = []
+    for _ in range(n):
+        a, op, b = rng.choice(chosen)
+        value = a + b if op == "+" else a - b
+        rows.append({"question": f"What is {a} {op} {b}?", "answer": f"{a} {op} {b} = {value}\n#### {value}"})
+    return rows

@@ -22,7 +22,8 @@ def format_tokens() -> list[str]:
 
 
 def corpus(data_file: str | Path) -> list[str]:
-    """Every string of every row of a JSONL file and each row's gold completion: the tokenizer's corpus."""
+    """Every string of every row of a JSONL file (or of the ``curriculum:N`` rows) and each row's gold completion:
+    the tokenizer's corpus."""
     texts: list[str] = []
 
     def walk(value) -> None:
@@ -35,11 +36,14 @@ def corpus(data_file: str | Path) -> list[str]:
             for item in value.values():
                 walk(item)
 
-    for line in Path(data_file).read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            row = json.loads(line)
-            walk(row)
-            texts.append(task.gold_completion(row))
+    if str(data_file).startswith("curriculum:"):  # the generated smoke curriculum: both of its parts
+        rows = task.generate_curriculum(2000) + task.generate_curriculum(500, part="priming")
+    else:
+        lines = Path(data_file).read_text(encoding="utf-8").splitlines()
+        rows = [json.loads(line) for line in lines if line.strip()]
+    for row in rows:
+        walk(row)
+        texts.append(task.gold_completion(row))
     return texts
 
 
@@ -62,7 +66,10 @@ def build_tiny_model(
     from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
     bpe = Tokenizer(models.BPE(unk_token="<unk>"))
-    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    # Digits are single tokens, so numbers are spelled digit by digit (a tiny model can learn arithmetic on them).
+    bpe.pre_tokenizer = pre_tokenizers.Sequence(
+        [pre_tokenizers.Digits(individual_digits=True), pre_tokenizers.ByteLevel(add_prefix_space=False)]
+    )
     bpe.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size,
