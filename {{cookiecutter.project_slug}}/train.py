@@ -21,9 +21,9 @@ import sys
 from dataclasses import dataclass, field
 
 from transformers.trainer_utils import get_last_checkpoint
-from trl import GRPOConfig, GRPOTrainer, ModelConfig, ScriptArguments, TrlParser
+from trl import GRPOConfig, ModelConfig, ScriptArguments, TrlParser
 
-from {{ cookiecutter.package_name }} import data, memory, model, priming,{% if cookiecutter.task == "code" %} sandbox,{% endif %} tiny
+from {{ cookiecutter.package_name }} import data, difficulty, memory, model, priming,{% if cookiecutter.task == "code" %} sandbox,{% endif %} tiny
 from {{ cookiecutter.package_name }}.rewards import REWARD_FUNCS, common
 
 DEFAULT_CONFIG = "configs/{{ cookiecutter.gpu }}.yaml"
@@ -50,6 +50,9 @@ class GRPOScriptArguments(ScriptArguments):
     format_priming_lr: float = field(default=3e-3, metadata={"help": "Learning rate of format priming."})
     num_processes: int = field(default=1, metadata={"help": "Training processes this preset's batch is sized for."})
     auto_resume: bool = field(default=True, metadata={"help": "Resume from the last checkpoint in output_dir."})
+    difficulty_pool: bool = field(default=False, metadata={"help": "Retire prompts whose groups all score alike."})
+    pool_retire_after: int = field(default=2, metadata={"help": "Consecutive all-same visits before retiring."})
+    pool_revisit_prob: float = field(default=0.1, metadata={"help": "Chance a retired prompt is drawn on its turn."})
 {%- if cookiecutter.task == "code" %}
     sandbox_isolation: str = field(
         default="auto",
@@ -70,6 +73,7 @@ def check_arguments(script_args: GRPOScriptArguments, training_args: GRPOConfig)
         raise ValueError(
             f"reward_weights has {len(weights)} entries for {len(script_args.reward_funcs)} reward_funcs"
         )
+    difficulty.pool_settings(script_args)  # bad pool values raise here
     world_size = int(os.environ.get("WORLD_SIZE", "1"))
     if world_size != script_args.num_processes:
         print(
@@ -130,7 +134,9 @@ def main(script_args: GRPOScriptArguments, training_args: GRPOConfig, model_args
         chat_template_kwargs=training_args.chat_template_kwargs,
     )
 
-    trainer = GRPOTrainer(
+    trainer_class, pool_kwargs = difficulty.trainer_class(script_args, seed=training_args.seed)
+    trainer = trainer_class(
+        **pool_kwargs,
         model=policy,
         reward_funcs=[REWARD_FUNCS[name] for name in script_args.reward_funcs],
         args=training_args,
