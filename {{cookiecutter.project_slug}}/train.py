@@ -21,9 +21,9 @@ import sys
 from dataclasses import dataclass, field
 
 from transformers.trainer_utils import get_last_checkpoint
-from trl import GRPOConfig, GRPOTrainer, ModelConfig, ScriptArguments, TrlParser
+from trl import GRPOConfig, ModelConfig, ScriptArguments, TrlParser
 
-from {{ cookiecutter.package_name }} import data, distributed, health, memory, model, priming,{% if cookiecutter.task == "code" %} sandbox,{% endif %} tiny
+from {{ cookiecutter.package_name }} import data, difficulty, distributed, health, memory, model, priming,{% if cookiecutter.task == "code" %} sandbox,{% endif %} tiny
 from {{ cookiecutter.package_name }}.rewards import REWARD_FUNCS, common{% if cookiecutter.task == "code" %}, code_task{% endif %}
 
 DEFAULT_CONFIG = "configs/{{ cookiecutter.gpu }}.yaml"
@@ -55,6 +55,9 @@ class GRPOScriptArguments(ScriptArguments):
     health_window: int | None = field(default=None, metadata={"help": "Steps a health condition must last (10)."})
     health_zero_std_max: float | None = field(default=None, metadata={"help": "frac_reward_zero_std alarm (0.9)."})
     health_clipped_max: float | None = field(default=None, metadata={"help": "Clipped-ratio alarm (0.5)."})
+    difficulty_pool: bool = field(default=False, metadata={"help": "Retire prompts whose groups all score alike."})
+    pool_retire_after: int = field(default=2, metadata={"help": "Consecutive all-same visits before retiring."})
+    pool_revisit_prob: float = field(default=0.1, metadata={"help": "Chance a retired prompt is drawn on its turn."})
 {%- if cookiecutter.task == "code" %}
     sandbox_isolation: str = field(
         default="auto",
@@ -75,6 +78,7 @@ def check_arguments(script_args: GRPOScriptArguments, training_args: GRPOConfig)
         raise ValueError(
             f"reward_weights has {len(weights)} entries for {len(script_args.reward_funcs)} reward_funcs"
         )
+    difficulty.pool_settings(script_args)  # bad pool values raise here
     world_size = int(os.environ.get("WORLD_SIZE", "1"))
     if world_size != script_args.num_processes:
         print(
@@ -138,7 +142,9 @@ def main(script_args: GRPOScriptArguments, training_args: GRPOConfig, model_args
         chat_template_kwargs=training_args.chat_template_kwargs,
     )
 
-    trainer = GRPOTrainer(
+    trainer_class, pool_kwargs = difficulty.trainer_class(script_args, seed=training_args.seed)
+    trainer = trainer_class(
+        **pool_kwargs,
         model=policy,
         reward_funcs=[REWARD_FUNCS[name] for name in script_args.reward_funcs],
         args=training_args,

@@ -284,12 +284,15 @@ def load_model(base: str, adapter: str | None, settings: Settings):
     return model.to(device).eval()
 
 
-def generate_transformers(settings: Settings, base: str, adapter: str | None, tokenizer, prompts: list) -> list:
-    """Completions per prompt (``num_samples`` each) from batched ``generate`` with left padding."""
+def generate_transformers(
+    settings: Settings, base: str, adapter: str | None, tokenizer, prompts: list, engine=None
+) -> list:
+    """Completions per prompt (``num_samples`` each) from batched ``generate`` with left padding; ``engine`` is a
+    model already loaded by ``load_model`` (loaded here when None)."""
     import torch
     from transformers import set_seed
 
-    model = load_model(base, adapter, settings)
+    model = engine if engine is not None else load_model(base, adapter, settings)
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
     stop = eos_ids(model, tokenizer)
@@ -323,9 +326,9 @@ def generate_transformers(settings: Settings, base: str, adapter: str | None, to
     return out
 
 
-def generate_vllm(settings: Settings, base: str, adapter: str | None, tokenizer, prompts: list) -> list:
-    """Completions per prompt from vLLM (offline ``LLM``), the adapter applied as a LoRA request."""
-    from vllm import LLM, SamplingParams
+def vllm_engine(settings: Settings, base: str, adapter: str | None) -> tuple:
+    """An offline vLLM ``LLM`` for the model and the LoRA request of the adapter (None without one)."""
+    from vllm import LLM
 
     max_len = int(settings.get("max_completion_length", 256))
     llm_kwargs = {
@@ -347,14 +350,25 @@ def generate_vllm(settings: Settings, base: str, adapter: str | None, tokenizer,
         rank = json.loads((Path(adapter) / "adapter_config.json").read_text(encoding="utf-8")).get("r", 16)
         llm_kwargs.update(enable_lora=True, max_lora_rank=int(rank))
         lora = LoRARequest("adapter", 1, str(Path(adapter).resolve()))
-    llm = LLM(**llm_kwargs)
+    return LLM(**llm_kwargs), lora
+
+
+def generate_vllm(settings: Settings, base: str, adapter: str | None, tokenizer, prompts: list, engine=None) -> list:
+    """Completions per prompt from vLLM, the adapter applied as a LoRA request; ``engine`` is ``vllm_engine``'s
+    (llm, lora) pair (built here when None)."""
+    from vllm import SamplingParams
+
+    llm, lora = engine if engine is not None else vllm_engine(settings, base, adapter)
+    max_len = int(settings.get("max_completion_length", 256))
     params = sampling(settings)
     greedy = not params.pop("do_sample")
     if greedy:
         params = {"temperature": 0.0}
     else:
         params["top_k"] = params["top_k"] or -1  # vLLM's "no top-k" is -1 (0 in older versions)
-    sampling_params = SamplingParams(n=settings.num_samples, max_tokens=max_len, seed=llm_kwargs["seed"], **params)
+    sampling_params = SamplingParams(
+        n=settings.num_samples, max_tokens=max_len, seed=int(settings.get("seed", 42)), **params
+    )
     requests = [{"prompt_token_ids": ids} for ids in prompt_ids(tokenizer, prompts, chat_template_kwargs(settings))]
     results = llm.generate(requests, sampling_params, lora_request=lora, use_tqdm=False)
     stop = set(eos_ids(None, tokenizer))

@@ -1,0 +1,191 @@
+"""The online difficulty pool: retirement and revisits (seeded), the sampler, state round trip, and smoke runs
+with the pool on: logged counts, kill-and-resume with the state restored, two processes."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from types import SimpleNamespace
+
+import pytest
+from _pkg import mod
+from _smoke_run import ROOT
+
+difficulty = mod("difficulty")
+
+RIGHT, WRONG, MIXED = [1.0] * 4, [0.0] * 4, [1.0, 0.0, 0.0, 1.0]
+
+
+def make_pool(size=4, retire_after=2, revisit_prob=0.1, seed=0):
+    return difficulty.DifficultyPool(size, difficulty.PoolSettings(retire_after, revisit_prob, seed))
+
+
+def test_retires_after_n_consecutive_identical_all_same_visits():
+    pool = make_pool(retire_after=2)
+    pool.observe_group(0, RIGHT)
+    assert not pool.retired[0]
+    pool.observe_group(0, RIGHT)
+    assert pool.retired[0]
+    pool.observe_group(1, WRONG)
+    pool.observe_group(1, MIXED)  # a mixed group breaks the streak
+    pool.observe_group(1, WRONG)
+    assert not pool.retired[1]
+    pool.observe_group(1, [None, float("nan"), 0.0, 0.0])  # unscored counts as wrong
+    assert pool.retired[1]
+    pool.observe_group(2, WRONG)
+    pool.observe_group(2, RIGHT)  # all-wrong then all-right is progress, not a streak
+    assert not pool.retired[2] and pool.streak[2] == 1
+    assert pool.counts() == {"active": 2, "retired": 2, "revived": 0, "skipped": 0}
+
+
+def test_a_revisited_prompt_with_a_mixed_group_comes_back():
+    pool = make_pool(retire_after=1)
+    pool.observe_group(3, WRONG)
+    assert pool.retired[3]
+    pool.observe_group(3, WRONG)  # still uniform: stays retired
+    assert pool.retired[3] and pool.revived == 0
+    pool.observe_group(3, MIXED)
+    assert not pool.retired[3] and pool.revived == 1 and pool.visits[3] == 3
+
+
+def test_observe_reads_prompt_major_groups_and_rejects_ragged_input():
+    pool = make_pool(size=3, retire_after=1)
+    pool.observe([2, 2, 0, 0, 1, 1], [1.0, 1.0, 0.0, 1.0, 0.0, 0.0], group_size=2)
+    assert pool.retired == [False, True, True] and pool.visits == [1, 1, 1]
+    with pytest.raises(ValueError, match="groups of 4"):
+        pool.observe([0, 0, 0], [1.0, 1.0, 1.0], group_size=4)
+
+
+def test_revisit_probability_is_seeded_and_close_to_the_setting():
+    def draws(seed, p):
+        pool = make_pool(size=1, retire_after=1, revisit_prob=p, seed=seed)
+        pool.observe_group(0, RIGHT)
+        return [pool.admits(0) for _ in range(4000)]
+
+    assert draws(7, 0.1) == draws(7, 0.1)
+    assert draws(7, 0.1) != draws(8, 0.1)
+    assert 0.08 < sum(draws(7, 0.1)) / 4000 < 0.12
+    assert not any(draws(1, 0.0)) and all(draws(1, 1.0))
+    pool = make_pool(size=1, retire_after=1, revisit_prob=0.25)
+    pool.observe_group(0, RIGHT)
+    admitted = sum(pool.admits(0) for _ in range(1000))
+    assert pool.skipped == 1000 - admitted
+
+
+def test_sampler_keeps_trl_layout_and_skips_retired_prompts():
+    pool = make_pool(size=10, retire_after=1, revisit_prob=0.0)
+    for index in (0, 1, 2, 3):
+        pool.observe_group(index, RIGHT)
+    sampler = difficulty.PoolSampler(pool, mini_repeat_count=2, batch_size=3, repeat_count=2, seed=0)
+    indexes = list(sampler)
+    assert len(indexes) == len(sampler) == 3 * 3 * 2 * 2  # 3 chunks of 3 prompts, x2 generations, x2 repeats
+    for start in range(0, len(indexes), 12):
+        block = indexes[start : start + 12]
+        assert block[:6] == block[6:]  # the chunk repeats
+        assert block[0::2] == block[1::2]  # each prompt twice in a row
+        assert len(set(block)) == 3
+    assert not {0, 1, 2, 3} & set(indexes)
+    assert set(indexes) <= set(range(4, 10))
+
+
+def test_sampler_never_stalls_when_everything_is_retired():
+    pool = make_pool(size=6, retire_after=1, revisit_prob=0.0)
+    for index in range(6):
+        pool.observe_group(index, WRONG)
+    sampler = difficulty.PoolSampler(pool, mini_repeat_count=1, batch_size=4, repeat_count=1, seed=3)
+    chunk = list(sampler)
+    assert len(chunk) == 4 and len(set(chunk)) == 4
+
+
+def test_state_round_trip_restores_decisions():
+    pool = make_pool(size=5, retire_after=1, revisit_prob=0.5, seed=11)
+    pool.observe([0, 0, 1, 1, 2, 2], [1.0, 1.0, 0.0, 1.0, 0.0, 0.0], group_size=2)
+    [pool.admits(0) for _ in range(7)]
+    restored = make_pool(size=5, retire_after=1, revisit_prob=0.5, seed=99)
+    restored.load_state_dict(json.loads(json.dumps(pool.state_dict())))
+    assert restored.digest() == pool.digest()
+    assert [restored.admits(0) for _ in range(50)] == [pool.admits(0) for _ in range(50)]
+    with pytest.raises(ValueError, match="for 5 prompts"):
+        make_pool(size=6).load_state_dict(pool.state_dict())
+
+
+def test_settings_are_checked_and_off_means_trl_trainer():
+    args = SimpleNamespace(difficulty_pool=False, pool_retire_after=2, pool_revisit_prob=0.1)
+    cls, kwargs = difficulty.trainer_class(args)
+    assert cls.__name__ == "GRPOTrainer" and kwargs == {}
+    cls, kwargs = difficulty.trainer_class(SimpleNamespace(**{**vars(args), "difficulty_pool": True}), seed=5)
+    assert cls is difficulty.DifficultyPoolTrainer and kwargs["pool_settings"].seed == 5
+    with pytest.raises(ValueError, match="pool_retire_after"):
+        difficulty.pool_settings(SimpleNamespace(**{**vars(args), "pool_retire_after": 0}))
+    with pytest.raises(ValueError, match="pool_revisit_prob"):
+        difficulty.pool_settings(SimpleNamespace(**{**vars(args), "pool_revisit_prob": 1.5}))
+
+
+# ------------------------------------------------------------------------------------------------ smoke runs
+
+POOL_ARGS = ["--difficulty_pool", "true", "--pool_retire_after", "1", "--pool_revisit_prob", "0.1",
+             "--format_priming_steps", "5", "--logging_steps", "1"]
+
+
+def train_command(out, steps, save_steps, *extra):
+    return [*extra, "train.py", "--config", "configs/smoke.yaml", "--output_dir", str(out),
+            "--max_steps", str(steps), "--save_steps", str(save_steps), "--save_total_limit", "10", *POOL_ARGS]
+
+
+def pool_state(out, step):
+    return json.loads((out / f"checkpoint-{step}" / difficulty.STATE_FILE).read_text())
+
+
+@pytest.mark.slow
+def test_smoke_run_with_the_pool_logs_counts_and_resumes_after_a_kill(tmp_path):
+    out, steps = tmp_path / "run", 8
+    command = [sys.executable, *train_command(out, steps, 2)]
+    first = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             start_new_session=True)
+    deadline = time.monotonic() + 300
+    while not (out / "checkpoint-2" / difficulty.STATE_FILE).is_file():
+        assert first.poll() is None, "the first run ended before its first checkpoint"
+        assert time.monotonic() < deadline, "no checkpoint within 300 s"
+        time.sleep(0.05)
+    os.killpg(first.pid, signal.SIGKILL)
+    first.wait()
+    assert not (out / f"checkpoint-{steps}").exists(), "the run finished before the kill; nothing to resume"
+    saved = max(int(p.name.split("-")[1]) for p in out.glob("checkpoint-*")
+                if (p / "trainer_state.json").is_file() and (p / difficulty.STATE_FILE).is_file())
+    before = pool_state(out, saved)
+    prompts_per_step = 2  # smoke: 8 completions per step = 2 prompts x 4 generations
+    assert sum(before["visits"]) == saved * prompts_per_step
+
+    second = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert f"difficulty pool restored from {out / f'checkpoint-{saved}' / difficulty.STATE_FILE}" in second.stdout
+    after = pool_state(out, steps)
+    # Continuity: the restored visits plus the new ones, not a fresh pool (which would count only the new steps).
+    assert sum(after["visits"]) == steps * prompts_per_step
+    assert all(a >= b for a, b in zip(after["visits"], before["visits"], strict=True))
+    state = json.loads((out / f"checkpoint-{steps}" / "trainer_state.json").read_text())
+    logged = [e for e in state["log_history"] if "pool/active" in e and "reward" in e]
+    assert [e["step"] for e in logged] == list(range(1, steps + 1))
+    assert all(e["pool/active"] + e["pool/retired"] == after["size"] for e in logged)
+    assert logged[-1]["pool/retired"] == len(after["retired"])
+    # The tiny model is wrong on nearly everything, so with retire_after 1 prompts retire from the first steps.
+    assert logged[-1]["pool/retired"] > 0
+
+
+@pytest.mark.slow
+def test_two_processes_keep_one_pool(tmp_path):
+    out, steps = tmp_path / "ddp", 4
+    done = subprocess.run(
+        train_command(out, steps, steps, sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2")
+        + ["--num_processes", "2"],
+        cwd=ROOT, capture_output=True, text=True, timeout=600, check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    state = pool_state(out, steps)
+    assert state["ranks_agreed"] == 2  # both ranks' digests were gathered and equal at the checkpoint
+    assert sum(state["visits"]) == steps * 4  # 2 processes x 8 completions / 4 generations = 4 prompts per step
+    log = json.loads((out / f"checkpoint-{steps}" / "trainer_state.json").read_text())["log_history"]
+    assert Counter("pool/retired" in e for e in log if "reward" in e)[True] == steps
