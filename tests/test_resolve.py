@@ -14,24 +14,14 @@ import os
 import re
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, load_hook
-from cookiecutter.environment import StrictEnvironment
+from conftest import load_hook
+from stacks import render_pyproject
 
 CHOICES = load_hook("pre_gen_project").CHOICES
 PIP_TIMEOUT_S = 1500
-
-
-def render_pyproject(context: dict) -> dict:
-    raw = json.loads((ROOT / "cookiecutter.json").read_text())
-    answers = {key: (value[0] if isinstance(value, list) else value) for key, value in raw.items()}
-    answers.update(project_slug="grpo-reasoner", package_name="grpo_reasoner", **context)
-    env = StrictEnvironment(context={"cookiecutter": answers}, keep_trailing_newline=True)
-    template = env.from_string((ROOT / "{{cookiecutter.project_slug}}" / "pyproject.toml").read_text())
-    return tomllib.loads(template.render(cookiecutter=answers))
 
 
 def requirements(pyproject: dict) -> tuple[set[str], set[str]]:
