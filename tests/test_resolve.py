@@ -85,4 +85,4 @@ def test_every_rendering_resolves_with_all_extras(backend, tmp_path):
                 for item in report["install"]}
     for req in union:  # the resolver installed exactly the pinned versions
         pin = req.split("==", 1)[1].split(";")[0].strip()
-        assert resolved[name_of(req)] == pin, req
+        assert resolved[name_of(req)].split("+")[0] == pin, req  # a local build (2.13.0+cpu) is that release
