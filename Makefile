@@ -1,8 +1,14 @@
-# The template's two jobs. Both install the pinned environment into .venv first (torch pinned to the CPU build).
+# The template's two jobs. Both install the pinned environment into .venv first (torch pinned to the CPU build),
+# and a second environment, build/unsloth-venv, with the Unsloth backend's own pins (CPU-installable part: its
+# trl/transformers/datasets without unsloth and vLLM, which need CUDA), where that backend's project tests run.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cksum requirements-dev.txt | cut -d' ' -f1)
+UVENV := build/unsloth-venv
+UBIN := $(UVENV)/bin
+PYPROJECT := {{cookiecutter.project_slug}}/pyproject.toml
+USTAMP := $(UVENV)/.installed-$(shell cat '$(PYPROJECT)' tests/stacks.py | cksum | cut -d' ' -f1)
 
 .PHONY: demo test bench clean
 
@@ -12,13 +18,21 @@ $(STAMP): requirements-dev.txt
 	$(BIN)/pip install --quiet -r requirements-dev.txt
 	touch $(STAMP)
 
+$(USTAMP): $(STAMP)
+	rm -rf $(UVENV)
+	$(PYTHON) -m venv $(UVENV)
+	$(UBIN)/pip install --quiet torch==2.13.0
+	$(BIN)/python tests/stacks.py unsloth > build/unsloth-requirements.txt
+	$(UBIN)/pip install --quiet -r build/unsloth-requirements.txt
+	touch $(USTAMP)
+
 # Render the default project into build/demo and run its smoke training (the post-generation hook does it).
 demo: $(STAMP)
 	rm -rf build/demo
 	GRPO_TEMPLATE_STRICT_SMOKE=1 $(BIN)/cookiecutter --no-input --keep-project-on-failure -o build/demo . smoke_test=full
 
-test: $(STAMP)
-	$(BIN)/pytest -q tests
+test: $(STAMP) $(USTAMP)
+	GRPO_UNSLOTH_PYTHON=$(abspath $(UBIN))/python $(BIN)/pytest -q tests
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_bake_to_smoke.py

@@ -1,8 +1,10 @@
 """For each task: bake, then run the generated project's own pytest (rewards, configs, the smoke training)."""
 
 import json
+import os
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -27,17 +29,40 @@ def test_generated_project_tests_pass(cookies, task):
     assert " passed" in summary and "failed" not in summary and "skipped" not in summary, summary
 
 
+def unsloth_python() -> str:
+    """The interpreter of the Unsloth backend's own stack (its trl/transformers/datasets pins), built by `make test`."""
+    python = os.environ.get("GRPO_UNSLOTH_PYTHON", "")
+    if python and Path(python).is_file():
+        return python
+    message = f"GRPO_UNSLOTH_PYTHON={python!r} names no interpreter; `make test` builds build/unsloth-venv"
+    if os.environ.get("GRPO_REQUIRE_UNSLOTH_STACK") == "1" or os.environ.get("CI") == "true":
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+def run_pytest(python: str, root: Path, *paths: str) -> None:
+    done = subprocess.run([python, "-m", "pytest", "-q", "-p", "no:cacheprovider", *paths],
+                          cwd=root, capture_output=True, text=True, timeout=1200, check=False)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    summary = done.stdout.strip().splitlines()[-1]
+    assert " passed" in summary and "failed" not in summary and "skipped" not in summary, summary
+
+
 def test_unsloth_project_tests_pass_on_cpu(cookies):
-    # Unsloth is GPU-only and never installed here: the project must still compile, load every config, and run
-    # its CPU smoke training through the transformers path (model.load falls back when use_cpu is set).
+    # Unsloth is GPU-only and never installed here: the project must still compile and load every config on the
+    # stack its own pyproject pins (trl 1.15 / transformers 5.17 / datasets 4.x), not the trl backend's.
+    python = unsloth_python()
     result = cookies.bake(extra_context={"backend": "unsloth", "gpu": "24gb", "smoke_test": "skip"})
     assert result.exit_code == 0, result.exception
     assert result.context["backend"] == "unsloth"
     root = Path(result.project_path)
     assert "FastLanguageModel.from_pretrained" in (root / result.context["package_name"] / "model.py").read_text()
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                           "tests/test_configs.py", "tests/test_smoke.py", "tests/test_registry.py"],
-                          cwd=root, capture_output=True, text=True, timeout=1200, check=False)
-    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
-    summary = done.stdout.strip().splitlines()[-1]
-    assert " passed" in summary and "failed" not in summary and "skipped" not in summary, summary
+    pins = tomllib.loads((root / "pyproject.toml").read_text())["project"]["dependencies"]
+    probe = "import importlib.metadata as m; print(' '.join(p + '==' + m.version(p) for p in ('trl', 'transformers', 'datasets')))"
+    installed = subprocess.run([python, "-c", probe], capture_output=True, text=True, check=True).stdout.split()
+    assert set(installed) <= set(pins), (installed, pins)  # the environment really is the Unsloth stack
+    run_pytest(python, root, "tests/test_configs.py", "tests/test_registry.py")
+    # The CPU smoke training runs through the transformers path (model.load falls back when use_cpu is set) on the
+    # trl 1.16 stack: trl 1.15's GRPOTrainer always computes log-probs with a Triton kernel (its fused LM head's
+    # backward), which needs a CUDA GPU, so trl 1.15 cannot train on CPU at all.
+    run_pytest(sys.executable, root, "tests/test_smoke.py")

@@ -1,0 +1,38 @@
+"""Render the template's pyproject.toml without baking a project; print one backend's CPU-installable pins.
+
+`python tests/stacks.py unsloth` prints the Unsloth backend's pins for a CPU test environment: its dependencies
+for every task, plus the `dev` extra, without torch (installed first, CPU build) and without the CUDA-only
+extras (`gpu`, `unsloth`). The Makefile installs them into the second test environment.
+"""
+
+import json
+import sys
+import tomllib
+from pathlib import Path
+
+from cookiecutter.environment import StrictEnvironment
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def render_pyproject(context: dict) -> dict:
+    raw = json.loads((ROOT / "cookiecutter.json").read_text())
+    answers = {key: (value[0] if isinstance(value, list) else value) for key, value in raw.items()}
+    answers.update(project_slug="grpo-reasoner", package_name="grpo_reasoner", **context)
+    env = StrictEnvironment(context={"cookiecutter": answers}, keep_trailing_newline=True)
+    template = env.from_string((ROOT / "{{cookiecutter.project_slug}}" / "pyproject.toml").read_text())
+    return tomllib.loads(template.render(cookiecutter=answers))
+
+
+def cpu_requirements(backend: str) -> list[str]:
+    choices = json.loads((ROOT / "cookiecutter.json").read_text())
+    reqs: set[str] = set()
+    for task in choices["task"]:
+        gpu = "24gb" if backend == "unsloth" else "cpu-only"
+        project = render_pyproject({"backend": backend, "task": task, "tracking": "none", "gpu": gpu})["project"]
+        reqs |= set(project["dependencies"]) | set(project["optional-dependencies"]["dev"])
+    return sorted(req for req in reqs if not req.startswith("torch=="))
+
+
+if __name__ == "__main__":
+    print("\n".join(cpu_requirements(sys.argv[1] if len(sys.argv) > 1 else "unsloth")))
