@@ -66,7 +66,7 @@ def run_one(path: Path, max_steps: int, tiny_check: bool = False) -> dict:
     from trl import GRPOConfig, GRPOTrainer, ModelConfig, get_peft_config
 
     work = Path(tempfile.mkdtemp(prefix="memcheck-"))
-    sample = next((ROOT / "data").glob("*_sample.jsonl"))
+    sample = ROOT / "data" / "sample.jsonl"
     tiny.build_tiny_model(work / "tiny", sample)
     tokenizer = AutoTokenizer.from_pretrained(work / "tiny")
     config, facts = benchmark_config(path, len(tokenizer))

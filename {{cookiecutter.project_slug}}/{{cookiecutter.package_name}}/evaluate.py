@@ -45,7 +45,7 @@ from . import data
 from .rewards import REWARD_FUNCS, common
 
 ROOT = Path(__file__).resolve().parent.parent
-TASK = data.task.__name__.rsplit(".", 1)[-1].removeprefix("task_")
+TASK = data.task.NAME
 HEADLINE = ["accuracy", "format_compliance", "mean_completion_tokens", "truncation_rate", "reward"]
 RATE_METRICS = {"accuracy", "format_compliance", "truncation_rate"}
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from . import task_{{ cookiecutter.task }} as task
+from . import task
 from .data import build_prompt
 
 

@@ -16,11 +16,11 @@ import json
 import sys
 from pathlib import Path
 
-from . import task_{{ cookiecutter.task }} as task
+from . import task
 from .rewards import REWARD_FUNCS
 
 ROOT = Path(__file__).resolve().parent.parent
-SAMPLE = ROOT / "data" / "{{ cookiecutter.task }}_sample.jsonl"
+SAMPLE = ROOT / "data" / "sample.jsonl"
 SKIP_DIRS = {".venv", ".smoke", "outputs", "__pycache__", ".git"}
 
 

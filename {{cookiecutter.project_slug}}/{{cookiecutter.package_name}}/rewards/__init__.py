@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from . import {{ cookiecutter.task }}_task as task_rewards
+from . import task as task_rewards
 from .common import SHARED_REWARDS
 
 REWARD_FUNCS: dict[str, Callable[..., list[float | None]]] = {**SHARED_REWARDS, **task_rewards.TASK_REWARDS}

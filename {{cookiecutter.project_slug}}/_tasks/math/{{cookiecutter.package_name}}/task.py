@@ -10,6 +10,7 @@ import re
 
 from .answer_format import FORMAT
 
+NAME = "math"
 INSTRUCTION = (
     "You are a careful math solver. Reason step by step, then give only the final answer "
     "(a number or a LaTeX expression, no units) in the answer block."

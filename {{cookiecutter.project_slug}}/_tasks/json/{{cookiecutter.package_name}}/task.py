@@ -13,6 +13,7 @@ import json
 
 from .answer_format import FORMAT
 
+NAME = "json"
 INSTRUCTION = (
     "You extract structured data. Read the text, reason briefly, then put a single JSON document that is valid "
     "against the given JSON Schema in the answer block, with no other text in it."

@@ -13,6 +13,7 @@ import re
 
 from .answer_format import FORMAT
 
+NAME = "code"
 INSTRUCTION = (
     "You are an expert Python programmer. Reason briefly about the approach, then put the complete solution "
     "in a single ```python fenced block inside the answer block. Do not print or read input."

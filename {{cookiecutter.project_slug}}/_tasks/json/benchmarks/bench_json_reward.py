@@ -2,7 +2,7 @@
 
 Run from the project root: ``python benchmarks/bench_json_reward.py [--n 2000]``.
 
-1. Throughput (completions/s) over completions built from ``data/json_sample.jsonl``: right, fenced, with prose,
+1. Throughput (completions/s) over completions built from ``data/sample.jsonl``: right, fenced, with prose,
    wrong values, schema-invalid, ``{}`` and no JSON at all, in groups of 8 per row as GRPO sends them.
 2. Worst single-call latency over huge inputs (10^5 brackets, megabytes of text, deep nesting, many documents).
 """
@@ -19,7 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 PKG = next(p.parent.parent.name for p in ROOT.glob("*/rewards/__init__.py"))
-json_task = importlib.import_module(f"{PKG}.rewards.json_task")
+json_task = importlib.import_module(f"{PKG}.rewards.task")
 
 HUGE = [
     "[" * 100_000,
@@ -59,7 +59,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--n", type=int, default=2000)
     args = parser.parse_args()
-    rows = [json.loads(line) for line in (ROOT / "data" / "json_sample.jsonl").read_text().splitlines() if line]
+    rows = [json.loads(line) for line in (ROOT / "data" / "sample.jsonl").read_text().splitlines() if line]
     completions: list[str] = []
     schemas: list[str] = []
     answers: list[str] = []

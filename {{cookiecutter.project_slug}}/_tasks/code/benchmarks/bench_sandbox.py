@@ -79,7 +79,7 @@ def main() -> None:
     ap.add_argument("--naive-n", type=int, default=60, help="executions through naive subprocess.run")
     ap.add_argument("--isolation", default="required", choices=["auto", "required", "off"])
     ap.add_argument("--workers", type=int, default=0, help="sandbox workers (0 = one per core)")
-    ap.add_argument("--data", default=str(ROOT / "data" / "code_sample.jsonl"))
+    ap.add_argument("--data", default=str(ROOT / "data" / "sample.jsonl"))
     args = ap.parse_args()
 
     pairs = load_pairs(Path(args.data))
