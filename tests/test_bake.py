@@ -4,10 +4,10 @@ import itertools
 import json
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
 import pytest
+import tomllib
 import yaml
 from conftest import OPTIONS, ROOT, TEMPLATE, load_hook, task_names, task_settings
 
@@ -103,14 +103,14 @@ def test_bake(cookies, combo):
                           capture_output=True, text=True, check=False)
     assert ruff.returncode == 0, ruff.stdout[-3000:]
 
-    train = (root / "train.py").read_text()
-    assert ("import unsloth" in train) == (combo["backend"] == "unsloth")
-    assert f'DEFAULT_CONFIG = "configs/{combo["gpu"]}.yaml"' in train
+    package_init = (root / package / "__init__.py").read_text()
+    assert f'DEFAULT_CONFIG = "configs/{combo["gpu"]}.yaml"' in package_init
     mix = task_settings(combo["task"]).reward_mixes[combo["reward_mix"]]
     for config_path in (root / "configs").glob("*.yaml"):
         config = yaml.safe_load(config_path.read_text())
         assert config["reward_funcs"] == [name for name, _ in mix]
         assert config["reward_weights"] == [weight for _, weight in mix]
+        assert config["model_backend"] == combo["backend"]
         per_step = config["per_device_train_batch_size"] * config.get("num_processes", 1) * config.get(
             "gradient_accumulation_steps", 1)
         assert per_step % config["num_generations"] == 0, config_path.name

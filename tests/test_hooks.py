@@ -105,7 +105,8 @@ def test_promote_task_refuses_to_overwrite_and_unknown_tasks(tmp_path):
 def test_smoke_failure_keeps_project_and_says_which_step(tmp_path, defaults, capsys, monkeypatch):
     (tmp_path / "_tasks" / defaults["task"] / "grpo_reasoner").mkdir(parents=True)
     (tmp_path / "_tasks" / defaults["task"] / "grpo_reasoner" / "__init__.py").write_text("")
-    (tmp_path / "_tasks" / defaults["task"] / "grpo_reasoner" / "selfcheck.py").write_text("import sys\nsys.exit('configs broken')\n")
+    selfcheck = tmp_path / "_tasks" / defaults["task"] / "grpo_reasoner" / "selfcheck.py"
+    selfcheck.write_text("import sys\nsys.exit('configs broken')\n")
     monkeypatch.delenv("GRPO_TEMPLATE_STRICT_SMOKE", raising=False)
     assert post.main({**defaults, "smoke_test": "quick"}, root=tmp_path) == 0
     out = capsys.readouterr().out

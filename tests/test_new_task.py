@@ -13,7 +13,7 @@ TASK = "reverse"
 PKG = "{{cookiecutter.package_name}}"
 
 FILES = {
-    f"{PKG}/task.py": '''"""Reverse a word: a minimal task (row contract ``question`` = the word, ``answer`` = it reversed)."""
+    f"{PKG}/task.py": '''"""Reverse a word: a minimal task (``question`` = the word, ``answer`` = it reversed)."""
 
 from __future__ import annotations
 
@@ -80,7 +80,10 @@ def test_gold_scores_one_and_wrong_scores_zero():
     scores = rewards.REWARD_FUNCS["correctness"](completions=[good, bad, "junk"], answer=["desserts"] * 3)
     assert scores == [1.0, 0.0, 0.0]
 ''',
-    "_task.jinja": '''{%- set dataset = {"dataset_name": "data/sample.jsonl", "dataset_config": none, "dataset_train_split": "train", "dataset_test_split": "test"} -%}
+    "_task.jinja": '''{%- set dataset = {
+    "dataset_name": "data/sample.jsonl", "dataset_config": none,
+    "dataset_train_split": "train", "dataset_test_split": "test",
+} -%}
 {%- set reward_mixes = {
     "balanced": [["correctness", 1.0], ["format", 0.2], ["length", 0.1], ["repetition", 0.1]],
     "correctness-first": [["correctness", 1.0], ["format", 0.05]],

@@ -18,17 +18,13 @@ def test_every_gpu_preset_and_smoke_is_there():
 
 @pytest.fixture(scope="module")
 def parser():
-    from trl import GRPOConfig, ModelConfig, TrlParser
-
-    import train  # the project's own train.py (pytest puts the project root on sys.path)
-
-    return TrlParser((train.GRPOScriptArguments, GRPOConfig, ModelConfig))
+    return mod("config").parser()  # the one TrlParser train.py uses
 
 
 @pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.stem)
 def test_config_builds_grpo_config(path, parser, tmp_path):
     # This machine may have no GPU: use_cpu lets bf16 presets construct here; nothing else is changed.
-    script_args, training_args, model_args = parser.parse_args_and_config(
+    script_args, training_args, model_args, _task_args = parser.parse_args_and_config(
         ["--config", str(path), "--output_dir", str(tmp_path), "--use_cpu", "true"]
     )
     raw = yaml.safe_load(path.read_text())

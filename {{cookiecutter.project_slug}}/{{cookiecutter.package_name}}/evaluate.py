@@ -37,15 +37,15 @@ import os
 import re
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from importlib.util import find_spec
 from pathlib import Path
 
-from . import data
+from . import DEFAULT_CONFIG, data, task
 from .rewards import REWARD_FUNCS, common
 
 ROOT = Path(__file__).resolve().parent.parent
-TASK = data.task.NAME
+TASK = task.NAME
 HEADLINE = ["accuracy", "format_compliance", "mean_completion_tokens", "truncation_rate", "reward"]
 RATE_METRICS = {"accuracy", "format_compliance", "truncation_rate"}
 
@@ -92,13 +92,8 @@ def read_config(path: str) -> dict:
 
 
 def default_config() -> str | None:
-    """configs/<gpu>.yaml for the GPU the project was generated for (from .cookiecutter.json), if it exists."""
-    try:
-        gpu = json.loads((ROOT / ".cookiecutter.json").read_text(encoding="utf-8"))["gpu"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-    path = Path("configs") / f"{gpu}.yaml"
-    return str(path) if path.is_file() else None
+    """The GPU preset this project was generated for, if it exists."""
+    return DEFAULT_CONFIG if Path(DEFAULT_CONFIG).is_file() else None
 
 
 LOCAL_ROOTS = {"outputs", "eval_reports", "checkpoints", "runs"}  # "outputs/run" is never meant as a hub id
@@ -551,17 +546,10 @@ def default_output(model: str, adapter: str | None) -> Path:
 
 
 def configure_rewards(settings: Settings) -> None:
-    """The reward settings train.py applies: the length limit, and for the code task the sandbox."""
+    """The reward settings train.py applies: the length limit, and the task's own settings (e.g. the sandbox)."""
     common.configure_length(int(settings.get("max_completion_length", 256)))
-    if find_spec(f"{__package__}.sandbox") is not None:
-        from importlib import import_module
-
-        sandbox = import_module(f"{__package__}.sandbox")
-        sandbox.configure(
-            isolation=settings.get("sandbox_isolation", "auto"),
-            timeout_s=float(settings.get("sandbox_timeout_s", 3.0)),
-            memory_mb=int(settings.get("sandbox_memory_mb", 512)),
-        )
+    names = {f.name for f in fields(task.TaskArguments)}
+    task.setup(task.TaskArguments(**{key: value for key, value in settings.cfg.items() if key in names}))
 
 
 def evaluate(settings: Settings, out_dir: Path) -> dict:
@@ -659,12 +647,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
 
 
 def user_errors() -> tuple[type[BaseException], ...]:
-    errors: list[type[BaseException]] = [EvalError, data.DataError, FileNotFoundError]
-    if find_spec(f"{__package__}.sandbox") is not None:
-        from importlib import import_module
-
-        errors.append(import_module(f"{__package__}.sandbox").SandboxUnavailable)
-    return tuple(errors)
+    return (EvalError, data.DataError, FileNotFoundError, *task.ERRORS)
 
 
 def main(argv: list[str] | None = None) -> int:

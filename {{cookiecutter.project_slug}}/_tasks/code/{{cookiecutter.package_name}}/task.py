@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import json
 import re
+import sys
+from dataclasses import dataclass, field
 
+from . import sandbox
 from .answer_format import FORMAT
 
 NAME = "code"
@@ -20,6 +23,28 @@ INSTRUCTION = (
 )
 SYSTEM_PROMPT = FORMAT.system_prompt(INSTRUCTION)
 REQUIRED_COLUMNS = ("question", "tests")
+
+
+@dataclass
+class TaskArguments:
+    """Settings of this task in the config, parsed with the script arguments: the code sandbox."""
+
+    sandbox_isolation: str = field(
+        default="auto",
+        metadata={"help": "Code sandbox: auto (bubblewrap if available), required (refuse without it) or off."},
+    )
+    sandbox_timeout_s: float = field(default=3.0, metadata={"help": "Wall-clock limit per execution."})
+    sandbox_memory_mb: int = field(default=512, metadata={"help": "Address-space limit per execution."})
+
+
+ERRORS: tuple[type[BaseException], ...] = (sandbox.SandboxUnavailable,)  # end a run with one line
+
+
+def setup(args: TaskArguments) -> None:
+    """Configure the sandbox and start its workers: with isolation "required" and no bubblewrap this refuses now."""
+    sandbox.configure(isolation=args.sandbox_isolation, timeout_s=args.sandbox_timeout_s,
+                      memory_mb=args.sandbox_memory_mb)
+    print(f"code sandbox: {sandbox.isolation_mode()} isolation", file=sys.stderr)
 
 _DEF = re.compile(r"^\s*def\s+([A-Za-z_]\w*)\s*\(", re.MULTILINE)
 
