@@ -47,7 +47,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..answer_format import extract_answer
-from .common import RewardFunc, column, completion_texts, register
+from .common import column, completion_texts, register
 
 
 @register("correctness")
@@ -62,8 +62,6 @@ def correctness_reward(
         for text, gold in zip(texts, golds, strict=True)
     ]
 
-
-TASK_REWARDS: dict[str, RewardFunc] = {"correctness": correctness_reward}
 ''',
     "tests/test_rewards_reverse.py": '''"""The reverse task's correctness reward."""
 

@@ -42,7 +42,7 @@ from importlib.util import find_spec
 from pathlib import Path
 
 from . import DEFAULT_CONFIG, data, task
-from .rewards import REWARD_FUNCS, common
+from .rewards import REWARD_FUNCS, build_reward
 
 ROOT = Path(__file__).resolve().parent.parent
 TASK = task.NAME
@@ -76,19 +76,26 @@ class Settings:
         return default if value is None else value
 
 
-def read_config(path: str) -> dict:
-    """The YAML config as a dict (the same file train.py reads)."""
+def read_config(path: str, overrides: list[str] | tuple[str, ...] = ()) -> dict:
+    """The config's settings exactly as train.py sees them: the same TrlParser, dataclasses and defaults."""
+    import torch
     import yaml
+
+    from . import config as project_config
 
     if not Path(path).is_file():
         raise EvalError(f"config file {path!r} does not exist")
+    argv = ["--config", path, *overrides]
+    if not torch.cuda.is_available():
+        argv += ["--use_cpu", "true"]  # bf16 presets construct on a machine without a GPU (eval runs on CPU there)
     try:
-        cfg = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+        parsed = project_config.parse_args(argv)
     except yaml.YAMLError as error:
         raise EvalError(f"config {path!r} is not valid YAML: {str(error).splitlines()[0]}") from error
-    if not isinstance(cfg, dict):
-        raise EvalError(f"config {path!r} is not a mapping of settings")
-    return cfg
+    except (ValueError, TypeError) as error:
+        raise EvalError(f"config {path!r}: {str(error).strip().splitlines()[0]}") from error
+    script_args, training_args, model_args, task_args = parsed
+    return {**training_args.to_dict(), **vars(model_args), **vars(task_args), **vars(script_args)}
 
 
 def default_config() -> str | None:
@@ -376,7 +383,9 @@ def pick_backend(settings: Settings) -> str:
 # -------------------------------------------------------------------------------------------------- scoring
 
 
-def score_samples(rows: list[dict], samples: list[list[Sample]]) -> dict[str, list[float | None]]:
+def score_samples(
+    rows: list[dict], samples: list[list[Sample]], max_completion_length: int = 256
+) -> dict[str, list[float | None]]:
     """Every registered reward on every completion (flattened prompt-major), with the rows' columns as TRL passes
     them: one element per completion, completions in conversational form, ``completion_ids`` for ``length``."""
     flat_rows = [row for row, group in zip(rows, samples, strict=True) for _ in group]
@@ -386,7 +395,8 @@ def score_samples(rows: list[dict], samples: list[list[Sample]]) -> dict[str, li
     completions = [[{"role": "assistant", "content": s.text}] for s in flat]
     prompts = [row["prompt"] for row in flat_rows]
     scores: dict[str, list[float | None]] = {}
-    for name, func in REWARD_FUNCS.items():
+    for name in REWARD_FUNCS:
+        func = build_reward(name, max_completion_length)
         values = func(prompts=prompts, completions=completions, completion_ids=[s.ids for s in flat], **columns)
         scores[name] = [None if v is None else float(v) for v in values]
     return scores
@@ -546,8 +556,7 @@ def default_output(model: str, adapter: str | None) -> Path:
 
 
 def configure_rewards(settings: Settings) -> None:
-    """The reward settings train.py applies: the length limit, and the task's own settings (e.g. the sandbox)."""
-    common.configure_length(int(settings.get("max_completion_length", 256)))
+    """The task's own settings train.py applies (e.g. the code sandbox)."""
     names = {f.name for f in fields(task.TaskArguments)}
     task.setup(task.TaskArguments(**{key: value for key, value in settings.cfg.items() if key in names}))
 
@@ -562,7 +571,7 @@ def evaluate(settings: Settings, out_dir: Path) -> dict:
     rows = eval_rows(settings, tokenizer)
     generate = generate_vllm if backend == "vllm" else generate_transformers
     samples = generate(settings, base, adapter, tokenizer, [row["prompt"] for row in rows])
-    scores = score_samples(rows, samples)
+    scores = score_samples(rows, samples, int(settings.get("max_completion_length", 256)))
     report = {
         "model": base,
         "adapter": adapter,
@@ -620,11 +629,12 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
     config = args.config or default_config()
     if config is None:
         raise EvalError("no config: pass --config configs/<preset>.yaml")
-    cfg = read_config(config)
+    overrides = []
     if args.temperature is not None:
-        cfg["temperature"] = args.temperature
+        overrides += ["--temperature", str(args.temperature)]
     if args.max_completion_length is not None:
-        cfg["max_completion_length"] = args.max_completion_length
+        overrides += ["--max_completion_length", str(args.max_completion_length)]
+    cfg = read_config(config, overrides)
     model = args.model or cfg.get("model_name_or_path")
     if not model:
         raise EvalError(f"no model: pass --model (config {config!r} has no model_name_or_path)")

@@ -13,7 +13,7 @@ from transformers.trainer_utils import get_last_checkpoint
 from trl import GRPOConfig, GRPOTrainer, ModelConfig
 
 from . import config, data, memory, model, priming, task, tiny
-from .rewards import REWARD_FUNCS, common
+from .rewards import build_reward_funcs
 
 
 def main(
@@ -48,7 +48,6 @@ def main(
                     system_prompt=script_args.system_prompt,
                 )
         model_args.model_name_or_path = primed
-    common.configure_length(training_args.max_completion_length)
     task.setup(task_args)
 
     if int(os.environ.get("RANK", "0")) == 0:  # the estimator's verdict for this GPU, before any weight is loaded
@@ -68,7 +67,7 @@ def main(
 
     trainer = GRPOTrainer(
         model=policy,
-        reward_funcs=[REWARD_FUNCS[name] for name in script_args.reward_funcs],
+        reward_funcs=build_reward_funcs(script_args.reward_funcs, training_args.max_completion_length),
         args=training_args,
         train_dataset=splits["train"],
         eval_dataset=splits["eval"] if training_args.eval_strategy != "no" else None,

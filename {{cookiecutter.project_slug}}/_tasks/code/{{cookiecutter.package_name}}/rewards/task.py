@@ -22,7 +22,7 @@ from typing import Any
 
 from .. import sandbox
 from ..answer_format import extract_answer
-from .common import RewardFunc, column, completion_text, register
+from .common import column, completion_text, register
 
 # ```python / ```py / ``` fences; the closing fence must start a line. The body is captured lazily.
 _FENCE = re.compile(r"```[ \t]*(?:python3?|py)?[ \t]*\r?\n(.*?)(?:\r?\n)?[ \t]*```", re.DOTALL | re.IGNORECASE)
@@ -133,9 +133,4 @@ def syntax_reward(prompts: object = None, completions: object = None, **kwargs: 
     return out
 
 
-TASK_REWARDS: dict[str, RewardFunc] = {
-    "correctness": correctness_reward,
-    "syntax": syntax_reward,
-}
-
-__all__ = ["TASK_REWARDS", "correctness_reward", "extract_code", "parses", "syntax_reward"]
+__all__ = ["correctness_reward", "extract_code", "parses", "syntax_reward"]

@@ -38,7 +38,7 @@ from functools import lru_cache
 from typing import Any
 
 from ..answer_format import extract_answer
-from .common import RewardFunc, column, completion_texts, register
+from .common import column, completion_texts, register
 
 MAX_JSON_CHARS = 50_000
 MAX_DEPTH = 64
@@ -257,6 +257,4 @@ def correctness_reward(
     return out
 
 
-TASK_REWARDS: dict[str, RewardFunc] = {"correctness": correctness_reward}
-
-__all__ = ["TASK_REWARDS", "correctness_reward", "extract_json", "json_equal", "leaf_fraction", "score"]
+__all__ = ["correctness_reward", "extract_json", "json_equal", "leaf_fraction", "score"]

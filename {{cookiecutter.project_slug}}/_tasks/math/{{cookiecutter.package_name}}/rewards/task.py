@@ -54,7 +54,7 @@ from functools import lru_cache
 from typing import Any
 
 from ..answer_format import extract_answer
-from .common import RewardFunc, column, completion_texts, register
+from .common import column, completion_texts, register
 
 VERIFY_TIMEOUT_S = 1.0
 WORKER_START_TIMEOUT_S = 60.0
@@ -477,6 +477,4 @@ def correctness_reward(
     return out
 
 
-TASK_REWARDS: dict[str, RewardFunc] = {"correctness": correctness_reward}
-
-__all__ = ["TASK_REWARDS", "WORKER", "correctness_reward", "extract_prediction", "normalize", "parse_gold", "score"]
+__all__ = ["WORKER", "correctness_reward", "extract_prediction", "normalize", "parse_gold", "score"]
