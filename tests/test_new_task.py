@@ -17,12 +17,24 @@ FILES = {
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from .answer_format import FORMAT
 
 NAME = "reverse"
 INSTRUCTION = "Reverse the word letter by letter; give only the reversed word in the answer block."
 SYSTEM_PROMPT = FORMAT.system_prompt(INSTRUCTION)
 REQUIRED_COLUMNS = ("question", "answer")
+ERRORS: tuple[type[BaseException], ...] = ()
+
+
+@dataclass
+class TaskArguments:
+    """No settings of its own."""
+
+
+def setup(args: TaskArguments) -> None:
+    """Nothing to start."""
 
 
 def normalize(row: dict) -> dict:
