@@ -1,4 +1,4 @@
-"""Post-generation hook: drop the files the chosen task does not use, then run the smoke test.
+"""Post-generation hook: move the chosen task's folder (``_tasks/<task>/``) into place, then run the smoke test.
 
 Smoke levels: ``quick`` runs the project's stdlib self-check (compile, configs, reward self-check) in
 cookiecutter's own interpreter; ``full`` adds the CPU smoke training when torch and trl import, in this interpreter
@@ -14,69 +14,37 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-# Files only one task uses, relative to the project root; "{pkg}" is the package directory.
-TASK_FILES = {
-    "math": [
-        "{pkg}/task_math.py",
-        "{pkg}/rewards/math_task.py",
-        "{pkg}/rewards/math_answer.py",
-        "{pkg}/rewards/math_verify_worker.py",
-        "data/math_sample.jsonl",
-        "docs/smoke_math.png",
-        "tests/test_rewards_math.py",
-        "benchmarks/bench_math_reward.py",
-    ],
-    "code": [
-        "{pkg}/task_code.py",
-        "{pkg}/rewards/code_task.py",
-        "{pkg}/sandbox/__init__.py",
-        "{pkg}/sandbox/harness.py",
-        "{pkg}/sandbox/launch.py",
-        "{pkg}/sandbox/pool.py",
-        "{pkg}/sandbox/types.py",
-        "{pkg}/sandbox/wire.py",
-        "{pkg}/sandbox/worker.py",
-        "data/code_sample.jsonl",
-        "docs/smoke_code.png",
-        "tests/test_rewards_code.py",
-        "tests/test_sandbox.py",
-        "benchmarks/bench_sandbox.py",
-    ],
-    "json": [
-        "{pkg}/task_json.py",
-        "{pkg}/rewards/json_task.py",
-        "{pkg}/rewards/json_schema_worker.py",
-        "{pkg}/rewards/json_schema_screen.py",
-        "data/json_sample.jsonl",
-        "docs/smoke_json.png",
-        "tests/test_rewards_json.py",
-        "tests/test_json_generator.py",
-        "benchmarks/bench_json_reward.py",
-    ],
-}
+TASKS_DIR = "_tasks"  # one folder per task, laid out like the project; names starting with "_" stay behind
 SMOKE_TIMEOUT_S = 900
 
 
-def unused_files(context: dict) -> list[str]:
-    """Relative paths of the files of every task but the chosen one."""
-    return [
-        path.format(pkg=context["package_name"])
-        for task, paths in TASK_FILES.items()
-        if task != context["task"]
-        for path in paths
-    ]
+def task_files(task_dir: Path) -> list[Path]:
+    """The files a task folder puts into the project, relative to the folder (template-only "_" entries excluded)."""
+    return sorted(
+        path.relative_to(task_dir)
+        for path in task_dir.rglob("*")
+        if path.is_file() and not path.relative_to(task_dir).parts[0].startswith("_")
+    )
 
 
-def remove_unused(root: Path, context: dict) -> None:
-    for relative in unused_files(context):
-        (root / relative).unlink(missing_ok=True)
-        parent = (root / relative).parent
-        if parent != root and parent.is_dir() and not any(parent.iterdir()):
-            parent.rmdir()  # a task's own package directory, now empty
+def promote_task(root: Path, task: str) -> None:
+    """Move the chosen task's folder onto the project root, then remove every task folder."""
+    tasks = root / TASKS_DIR
+    source = tasks / task
+    if not source.is_dir():
+        raise FileNotFoundError(f"the template has no task folder {TASKS_DIR}/{task}")
+    for relative in task_files(source):
+        target = root / relative
+        if target.exists():
+            raise FileExistsError(f"task {task!r} would overwrite {relative}; give the file another name")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.move(source / relative, target)
+    shutil.rmtree(tasks)
 
 
 def training_python(root: Path) -> str | None:
@@ -130,7 +98,7 @@ def smoke(root: Path, context: dict) -> bool:
 
 def main(context: dict, root: Path | None = None) -> int:
     root = root or Path.cwd()
-    remove_unused(root, context)
+    promote_task(root, context["task"])
     ok = smoke(root, context)
     print(f"\nGenerated {root}. Next: cd {root.name} && see README.md ('Install', then 'Train').")
     if not ok:

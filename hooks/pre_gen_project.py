@@ -11,15 +11,6 @@ import keyword
 import re
 import sys
 
-CHOICES = {
-    "task": ("math", "code", "json"),
-    "gpu": ("cpu-only", "8gb", "16gb", "24gb", "40-48gb", "80gb", "8x80gb"),
-    "reward_mix": ("balanced", "correctness-first", "format-first"),
-    "backend": ("trl", "unsloth"),
-    "tracking": ("none", "tensorboard", "wandb", "trackio"),
-    "smoke_test": ("quick", "full", "skip"),
-}
-
 # Modules the generated project imports or ships beside its package: a package of the same name would shadow them.
 THIRD_PARTY = {
     "accelerate", "bitsandbytes", "configs", "data", "datasets", "deepspeed", "hypothesis", "jsonschema",
@@ -50,13 +41,18 @@ def reserved_module_names() -> set[str]:
     return set(sys.stdlib_module_names) | THIRD_PARTY
 
 
-def validate(context: dict) -> list[str]:
-    """Return one line per problem with the answers; an empty list means they are fine."""
+def choices(options: dict) -> dict[str, tuple]:
+    """The multiple-choice questions of cookiecutter.json (its lists), as cookiecutter passes them to the hook."""
+    return {key: tuple(value) for key, value in options.items() if isinstance(value, list) and not key.startswith("_")}
+
+
+def validate(context: dict, options: dict) -> list[str]:
+    """Return one line per problem with the answers (``options``: cookiecutter.json); empty means they are fine."""
     errors: list[str] = []
-    for key, allowed in CHOICES.items():
+    for key, allowed in choices(options).items():
         value = context.get(key)
         if value not in allowed:
-            errors.append(f"{key}={value!r} is not one of {', '.join(allowed)}")
+            errors.append(f"{key}={value!r} is not one of {', '.join(sorted(allowed))}")
 
     name = str(context.get("project_name", ""))
     if not name.strip():
@@ -93,12 +89,12 @@ def validate(context: dict) -> list[str]:
     return errors
 
 
-def main(context: dict) -> int:
-    errors = validate(context)
+def main(context: dict, options: dict) -> int:
+    errors = validate(context, options)
     for line in errors:
         print(f"ERROR: {line}", file=sys.stderr)
     return 1 if errors else 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(json.loads(r'''{{ cookiecutter | tojson }}''')))
+    sys.exit(main(json.loads(r'''{{ cookiecutter | tojson }}'''), json.loads(r'''{{ _cookiecutter | tojson }}''')))

@@ -2,9 +2,23 @@ import importlib.util
 import json
 from pathlib import Path
 
+import jinja2
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+TEMPLATE = ROOT / "{{cookiecutter.project_slug}}"
+OPTIONS = json.loads((ROOT / "cookiecutter.json").read_text())  # the questions, as cookiecutter passes them to hooks
+
+
+def task_names() -> list[str]:
+    """The task choices; each has its folder _tasks/<task>/ in the template."""
+    return list(OPTIONS["task"])
+
+
+def task_settings(task: str):
+    """The task's template settings (_tasks/<task>/_task.jinja): dataset, reward_mixes, readme_*, ..."""
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATE)), undefined=jinja2.StrictUndefined)
+    return env.get_template(f"_tasks/{task}/_task.jinja").module
 
 
 def load_hook(name: str):

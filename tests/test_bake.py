@@ -4,47 +4,30 @@ import itertools
 import json
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
 import pytest
+import tomllib
 import yaml
-from conftest import ROOT, load_hook
+from conftest import OPTIONS, ROOT, TEMPLATE, load_hook, task_names, task_settings
 
 pre = load_hook("pre_gen_project")
-post = load_hook("post_gen_project")
-CHOICES = pre.CHOICES
+CHOICES = pre.choices(OPTIONS)
+PKG_DIR = "{{cookiecutter.package_name}}"
+SKIP = {"__pycache__", ".pytest_cache", ".ruff_cache"}
 
-COMMON_FILES = {
-    ".cookiecutter.json", ".gitignore", "README.md", "pyproject.toml", "train.py",
-    *(f"configs/{gpu}.yaml" for gpu in CHOICES["gpu"]), "configs/smoke.yaml",
-    *(f"configs/accelerate/{name}.yaml" for name in ("ddp", "zero2", "zero3", "fsdp")),
-    "scripts/launch_colocate.sh", "scripts/launch_server.sh",
-    "{pkg}/__init__.py", "{pkg}/answer_format.py", "{pkg}/chat_template.jinja", "{pkg}/data.py", "{pkg}/model.py",
-    "{pkg}/rewards/__init__.py", "{pkg}/rewards/common.py", "{pkg}/rewards/timed_worker.py", "{pkg}/selfcheck.py", "{pkg}/tiny.py",
-    "tests/_pkg.py", "tests/conftest.py", "tests/test_configs.py", "tests/test_rewards_common.py",
-    "tests/test_smoke.py", "tests/test_resume.py", "tests/test_distributed.py", "tests/test_registry.py",
-    "{pkg}/memory.py", "tests/test_memory.py", "benchmarks/device_memory_check.py",
-    "{pkg}/archs.py", "{pkg}/estimator.py", "{pkg}/launch.py", "{pkg}/doctor.py", "{pkg}/machine.py",
-    "tests/test_doctor.py", "benchmarks/bench_layer_working_set.py",
-    "{pkg}/priming.py", "benchmarks/bench_smoke_learns.py",
-    "eval.py", "plot.py", "{pkg}/evaluate.py", "{pkg}/plots.py", "tests/test_eval.py", "tests/test_plot.py",
-    "tests/_smoke_run.py", "{pkg}/health.py", "tests/test_health.py", "tests/test_curriculum.py",
-    "scripts/_gpus.sh", "{pkg}/distributed.py", "tests/test_launch_checks.py", "tests/test_launch_scripts.py",
-    "tests/test_priming_cli.py", "tests/test_model_loading.py",
-}
-TASK_FILES = {  # written out here, not taken from the hook, so a hook that removes the wrong file fails
-    "math": {"{pkg}/task_math.py", "{pkg}/rewards/math_task.py", "{pkg}/rewards/math_answer.py",
-             "{pkg}/rewards/math_verify_worker.py", "data/math_sample.jsonl", "docs/smoke_math.png",
-             "tests/test_rewards_math.py", "benchmarks/bench_math_reward.py"},
-    "code": {"{pkg}/task_code.py", "{pkg}/rewards/code_task.py", "data/code_sample.jsonl", "docs/smoke_code.png",
-             "tests/test_rewards_code.py", "tests/test_sandbox.py", "benchmarks/bench_sandbox.py",
-             *(f"{{pkg}}/sandbox/{name}.py" for name in ("__init__", "harness", "launch", "pool", "types", "wire",
-                                                         "worker"))},
-    "json": {"{pkg}/task_json.py", "{pkg}/rewards/json_task.py", "{pkg}/rewards/json_schema_worker.py",
-             "{pkg}/rewards/json_schema_screen.py", "data/json_sample.jsonl", "docs/smoke_json.png",
-             "tests/test_rewards_json.py", "tests/test_json_generator.py", "benchmarks/bench_json_reward.py"},
-}
+
+def template_files(folder: Path) -> set[str]:
+    """Files under a template folder, with the package directory written "{pkg}"; "_" entries are template-only."""
+    return {
+        str(path.relative_to(folder)).replace(PKG_DIR, "{pkg}")
+        for path in folder.rglob("*")
+        if path.is_file() and not SKIP & set(path.parts) and not path.relative_to(folder).parts[0].startswith("_")
+    }
+
+
+COMMON_FILES = template_files(TEMPLATE)  # everything outside _tasks/
+TASK_FILES = {task: template_files(TEMPLATE / "_tasks" / task) for task in task_names()}
 
 
 def supported(combo: dict) -> bool:
@@ -77,8 +60,13 @@ def expected_files(task: str, package: str) -> set[str]:
 
 
 def project_files(root: Path) -> set[str]:
-    skip = {"__pycache__", ".pytest_cache", ".ruff_cache"}
-    return {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file() and not skip & set(p.parts)}
+    return {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file() and not SKIP & set(p.parts)}
+
+
+def test_task_files_do_not_collide_with_common_files():
+    for task, files in TASK_FILES.items():
+        assert not files & COMMON_FILES, task
+        assert {"{pkg}/task.py", "{pkg}/rewards/task.py", "data/sample.jsonl"} <= files, task
 
 
 def test_combinations_cover_every_value():
@@ -115,14 +103,14 @@ def test_bake(cookies, combo):
                           capture_output=True, text=True, check=False)
     assert ruff.returncode == 0, ruff.stdout[-3000:]
 
-    train = (root / "train.py").read_text()
-    assert ("import unsloth" in train) == (combo["backend"] == "unsloth")
-    assert f'DEFAULT_CONFIG = "configs/{combo["gpu"]}.yaml"' in train
-    mix = result.context["_reward_mixes"][combo["task"]][combo["reward_mix"]]
+    package_init = (root / package / "__init__.py").read_text()
+    assert f'DEFAULT_CONFIG = "configs/{combo["gpu"]}.yaml"' in package_init
+    mix = task_settings(combo["task"]).reward_mixes[combo["reward_mix"]]
     for config_path in (root / "configs").glob("*.yaml"):
         config = yaml.safe_load(config_path.read_text())
         assert config["reward_funcs"] == [name for name, _ in mix]
         assert config["reward_weights"] == [weight for _, weight in mix]
+        assert config["model_backend"] == combo["backend"]
         per_step = config["per_device_train_batch_size"] * config.get("num_processes", 1) * config.get(
             "gradient_accumulation_steps", 1)
         assert per_step % config["num_generations"] == 0, config_path.name

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import task_names
 
 
-@pytest.mark.parametrize("task", ["math", "code", "json"])
+@pytest.mark.parametrize("task", task_names())
 def test_generated_project_tests_pass(cookies, task):
     # smoke_test=full: the post-generation hook itself runs the CPU smoke training in this interpreter.
     result = cookies.bake(extra_context={"task": task, "smoke_test": "full", "project_name": f"My {task} run"})

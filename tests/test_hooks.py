@@ -1,26 +1,36 @@
-"""The hooks as functions: every answer and combination rule of pre_gen, and post_gen's file removal."""
+"""The hooks as functions: every answer and combination rule of pre_gen, and post_gen's task promotion."""
 
-import json
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, load_hook
+from conftest import OPTIONS, ROOT, TEMPLATE, load_hook, task_names, task_settings
 
 pre = load_hook("pre_gen_project")
 post = load_hook("post_gen_project")
 
 
 def test_defaults_are_valid(defaults):
-    assert pre.validate(defaults) == []
+    assert pre.validate(defaults, OPTIONS) == []
 
 
-def test_choices_match_cookiecutter_json():
-    raw = json.loads((ROOT / "cookiecutter.json").read_text())
-    for key, allowed in pre.CHOICES.items():
-        assert tuple(raw[key]) == allowed
-    assert set(raw["_reward_mixes"]) == set(pre.CHOICES["task"])
-    for mixes in raw["_reward_mixes"].values():
-        assert tuple(mixes) == pre.CHOICES["reward_mix"]
+def test_choices_come_from_cookiecutter_json():
+    assert set(pre.choices(OPTIONS)) == {"task", "gpu", "reward_mix", "backend", "tracking", "smoke_test"}
+    assert pre.choices(OPTIONS)["task"] == tuple(OPTIONS["task"])
+    assert pre.validate({"task": "math"}, {"task": ["math"]}) != []  # other answers missing, but task accepted
+    assert not any("task=" in e for e in pre.validate({"task": "math"}, {"task": ["math"]}))
+    assert any("task='code'" in e for e in pre.validate({"task": "code"}, {"task": ["math"]}))
+
+
+def test_every_task_choice_has_a_folder_and_every_folder_a_choice():
+    folders = {path.name for path in (TEMPLATE / "_tasks").iterdir() if path.is_dir()}
+    assert folders == set(task_names())
+    for task in task_names():
+        settings = task_settings(task)
+        assert tuple(settings.reward_mixes) == tuple(OPTIONS["reward_mix"]), task
+        assert settings.dataset["dataset_name"], task
+        assert (TEMPLATE / "_tasks" / task / "{{cookiecutter.package_name}}" / "task.py").is_file()
+        assert (TEMPLATE / "_tasks" / task / "{{cookiecutter.package_name}}" / "rewards" / "task.py").is_file()
+        assert (TEMPLATE / "_tasks" / task / "data" / "sample.jsonl").is_file()
 
 
 @pytest.mark.parametrize(
@@ -28,7 +38,7 @@ def test_choices_match_cookiecutter_json():
     [
         ({"backend": "unsloth", "gpu": "cpu-only"}, "backend 'unsloth' needs a CUDA GPU"),
         ({"backend": "unsloth", "gpu": "8x80gb"}, "backend 'unsloth' trains on one GPU"),
-        ({"task": "chess"}, "task='chess' is not one of math, code, json"),
+        ({"task": "chess"}, "task='chess' is not one of code, json, math"),
         ({"gpu": "4gb"}, "gpu='4gb' is not one of"),
         ({"tracking": "mlflow"}, "tracking='mlflow' is not one of"),
         ({"project_name": "  "}, "project_name is empty"),
@@ -46,7 +56,7 @@ def test_choices_match_cookiecutter_json():
     ids=lambda v: v if isinstance(v, str) and len(v) < 30 else None,
 )
 def test_refused_with_one_clear_line(defaults, changes, message):
-    errors = pre.validate({**defaults, **changes})
+    errors = pre.validate({**defaults, **changes}, OPTIONS)
     assert len(errors) == 1
     assert message in errors[0]
     assert "\n" not in errors[0]
@@ -54,29 +64,49 @@ def test_refused_with_one_clear_line(defaults, changes, message):
 
 @pytest.mark.parametrize("base_model", ["Qwen/Qwen3-4B", "meta-llama/Llama-3.2-1B-Instruct", "./models/my-ckpt", ""])
 def test_accepted_base_models(defaults, base_model):
-    assert pre.validate({**defaults, "base_model": base_model}) == []
+    assert pre.validate({**defaults, "base_model": base_model}, OPTIONS) == []
 
 
 def test_main_prints_errors_and_exits_nonzero(defaults, capsys):
-    assert pre.main({**defaults, "task": "chess"}) == 1
+    assert pre.main({**defaults, "task": "chess"}, OPTIONS) == 1
     assert "ERROR: task='chess'" in capsys.readouterr().err
-    assert pre.main(defaults) == 0
+    assert pre.main(defaults, OPTIONS) == 0
 
 
-def test_unused_files_are_the_other_tasks(defaults):
-    files = post.unused_files({**defaults, "task": "code"})
-    assert "grpo_reasoner/task_math.py" in files and "grpo_reasoner/rewards/json_task.py" in files
-    assert not any("code" in path or "sandbox" in path for path in files)
-    template = ROOT / "{{cookiecutter.project_slug}}"
-    for paths in post.TASK_FILES.values():  # every listed file exists in the template
-        for path in paths:
-            assert (template / path.format(pkg="{{cookiecutter.package_name}}")).is_file(), path
+def _task_tree(root: Path) -> None:
+    for task in ("alpha", "beta"):
+        for relative in ("pkg/task.py", "pkg/rewards/task.py", "data/sample.jsonl", "_task.jinja"):
+            path = root / "_tasks" / task / relative
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(f"{task}:{relative}")
+    (root / "pkg" / "rewards").mkdir(parents=True)
+    (root / "pkg" / "rewards" / "common.py").write_text("common")
+
+
+def test_promote_task_moves_the_chosen_folder_and_drops_the_rest(tmp_path):
+    _task_tree(tmp_path)
+    post.promote_task(tmp_path, "beta")
+    assert (tmp_path / "pkg" / "task.py").read_text() == "beta:pkg/task.py"
+    assert (tmp_path / "pkg" / "rewards" / "task.py").read_text() == "beta:pkg/rewards/task.py"
+    assert (tmp_path / "pkg" / "rewards" / "common.py").read_text() == "common"
+    assert (tmp_path / "data" / "sample.jsonl").read_text() == "beta:data/sample.jsonl"
+    assert not (tmp_path / "_tasks").exists() and not (tmp_path / "_task.jinja").exists()
+
+
+def test_promote_task_refuses_to_overwrite_and_unknown_tasks(tmp_path):
+    _task_tree(tmp_path)
+    (tmp_path / "_tasks" / "alpha" / "pkg" / "rewards" / "common.py").write_text("clash")
+    with pytest.raises(FileExistsError, match="would overwrite pkg/rewards/common.py"):
+        post.promote_task(tmp_path, "alpha")
+    with pytest.raises(FileNotFoundError, match="no task folder _tasks/gamma"):
+        post.promote_task(tmp_path, "gamma")
 
 
 def test_smoke_failure_keeps_project_and_says_which_step(tmp_path, defaults, capsys, monkeypatch):
-    (tmp_path / "grpo_reasoner").mkdir()
-    (tmp_path / "grpo_reasoner" / "__init__.py").write_text("")
-    (tmp_path / "grpo_reasoner" / "selfcheck.py").write_text("import sys\nsys.exit('configs broken')\n")
+    (tmp_path / "_tasks" / defaults["task"] / "grpo_reasoner").mkdir(parents=True)
+    (tmp_path / "_tasks" / defaults["task"] / "grpo_reasoner" / "__init__.py").write_text("")
+    selfcheck = tmp_path / "_tasks" / defaults["task"] / "grpo_reasoner" / "selfcheck.py"
+    selfcheck.write_text("import sys\nsys.exit('configs broken')\n")
     monkeypatch.delenv("GRPO_TEMPLATE_STRICT_SMOKE", raising=False)
     assert post.main({**defaults, "smoke_test": "quick"}, root=tmp_path) == 0
     out = capsys.readouterr().out
@@ -84,21 +114,26 @@ def test_smoke_failure_keeps_project_and_says_which_step(tmp_path, defaults, cap
     assert "The project was kept" in out
     assert (tmp_path / "grpo_reasoner" / "selfcheck.py").is_file()
     monkeypatch.setenv("GRPO_TEMPLATE_STRICT_SMOKE", "1")
+    (tmp_path / "_tasks" / defaults["task"]).mkdir(parents=True)
     assert post.main({**defaults, "smoke_test": "quick"}, root=tmp_path) == 1
 
 
 def test_full_smoke_without_torch_prints_the_command(tmp_path, defaults, capsys, monkeypatch):
-    (tmp_path / "grpo_reasoner").mkdir()
-    (tmp_path / "grpo_reasoner" / "__init__.py").write_text("")
-    (tmp_path / "grpo_reasoner" / "selfcheck.py").write_text("print('[ok] fine')\n")
+    (tmp_path / "_tasks" / defaults["task"] / "grpo_reasoner").mkdir(parents=True)
+    (tmp_path / "_tasks" / defaults["task"] / "grpo_reasoner" / "__init__.py").write_text("")
+    (tmp_path / "_tasks" / defaults["task"] / "grpo_reasoner" / "selfcheck.py").write_text("print('[ok] fine')\n")
     monkeypatch.setattr(post, "training_python", lambda root: None)
     assert post.main({**defaults, "smoke_test": "full"}, root=tmp_path) == 0
     assert "python train.py --config configs/smoke.yaml" in capsys.readouterr().out
 
 
 def test_hook_sources_take_answers_only_as_data():
-    for name in ("pre_gen_project", "post_gen_project"):
+    expected = {
+        "pre_gen_project": "    sys.exit(main(json.loads(r'''{{ cookiecutter | tojson }}'''), "
+        "json.loads(r'''{{ _cookiecutter | tojson }}''')))",
+        "post_gen_project": "    sys.exit(main(json.loads(r'''{{ cookiecutter | tojson }}''')))",
+    }
+    for name, line in expected.items():
         source = (ROOT / "hooks" / f"{name}.py").read_text()
-        jinja = [line for line in source.splitlines() if "{{" in line or "{%" in line]
-        assert jinja == ["    sys.exit(main(json.loads(r'''{{ cookiecutter | tojson }}''')))"]
-        assert Path(ROOT / "hooks" / f"{name}.py").is_file()
+        jinja = [text for text in source.splitlines() if "{{" in text or "{%" in text]
+        assert jinja == [line]

@@ -4,12 +4,13 @@
     python filter.py --config configs/24gb.yaml --samples 8 --low 0.2 --high 0.8 --output data/filtered.jsonl
 
 Writes the kept rows (with a ``pass_rate`` column) as JSONL, a report and a histogram, and prints the
-``dataset_name:`` line to train on them; see ``{{ cookiecutter.package_name }}/filtering.py``.
+``dataset_name:`` line to train on them; see ``<package>/filtering.py``.
 """
 
+import importlib
 import sys
 
-from {{ cookiecutter.package_name }} import filtering
+PACKAGE = "{{ cookiecutter.package_name }}"
 
 if __name__ == "__main__":
-    sys.exit(filtering.main(sys.argv[1:]))
+    sys.exit(importlib.import_module(f"{PACKAGE}.filtering").main(sys.argv[1:]))

@@ -3,12 +3,13 @@
     python plot.py outputs/smoke                          # writes outputs/smoke/training.png
     python plot.py outputs/24gb --output outputs/24gb.png
 
-Reads trainer_state.json from the run dir or its latest checkpoint-*/; see ``{{ cookiecutter.package_name }}/plots.py``.
+Reads trainer_state.json from the run dir or its latest checkpoint-*/; see ``<package>/plots.py``.
 """
 
+import importlib
 import sys
 
-from {{ cookiecutter.package_name }} import plots
+PACKAGE = "{{ cookiecutter.package_name }}"
 
 if __name__ == "__main__":
-    sys.exit(plots.main(sys.argv[1:]))
+    sys.exit(importlib.import_module(f"{PACKAGE}.plots").main(sys.argv[1:]))

@@ -1,5 +1,6 @@
 """Every config parses through TrlParser into a valid GRPOConfig and meets the batch rule."""
 
+import re
 from pathlib import Path
 
 import pytest
@@ -11,24 +12,54 @@ CONFIGS = sorted((ROOT / "configs").glob("*.yaml"))
 selfcheck = mod("selfcheck")
 
 
-def test_every_gpu_preset_and_smoke_is_there():
-    names = {path.stem for path in CONFIGS}
-    assert names == {"cpu-only", "8gb", "16gb", "24gb", "40-48gb", "80gb", "8x80gb", "smoke"}
+PRESETS = [path for path in CONFIGS if path.stem != "smoke"]
+ESTIMATE = re.compile(
+    r"^# Estimated peak memory \(\S+\): (\d+\.\d) GiB[^(\n]*(?:\((\d+)% free\))?", re.M
+)
+
+
+def test_presets_are_the_files_and_the_readme_table():
+    assert "smoke" in {path.stem for path in CONFIGS} and len(PRESETS) >= 2
+    table = re.findall(r"^\| ([\w-]+) \| [^|]+\(", (ROOT / "README.md").read_text(), re.M)
+    assert set(table) - {"preset"} == {path.stem for path in PRESETS}
+    for path in PRESETS:
+        assert path.read_text().startswith(f"# GPU preset {path.stem}:"), path.name
+
+
+@pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.stem)
+def test_vllm_context_is_prompt_plus_completion(path):
+    raw = yaml.safe_load(path.read_text())
+    if raw.get("use_vllm"):
+        assert raw["vllm_max_model_length"] == raw["max_prompt_length"] + raw["max_completion_length"]
+
+
+@pytest.mark.parametrize("path", PRESETS, ids=lambda p: p.stem)
+def test_stated_estimate_is_the_estimators(path):
+    memory = mod("memory")
+    stated = ESTIMATE.search(path.read_text())
+    assert stated, f"{path.name} states no estimated peak"
+    config = memory.load_config(path)
+    try:
+        est = memory.estimate(config, memory.gpu_gb_from_preset(path))
+    except memory.EstimateError:
+        pytest.skip(f"{config.get('model_name_or_path')!r} is a user model the estimator has no facts for")
+    if config.get("model_name_or_path") not in memory.KNOWN_MODELS:
+        pytest.skip("the preset's model was replaced at generation; its comment states the default model's peak")
+    # equal at the stated precision (0.1 GiB, 1%), whichever way the last digit was rounded
+    assert abs(est.total - float(stated.group(1))) <= 0.05 + 1e-6, memory.report(est)
+    if stated.group(2) is not None:
+        assert abs(100 * est.margin - int(stated.group(2))) <= 0.5 + 1e-6, memory.report(est)
 
 
 @pytest.fixture(scope="module")
 def parser():
-    from trl import GRPOConfig, ModelConfig, TrlParser
-
-    import train  # the project's own train.py (pytest puts the project root on sys.path)
-
-    return TrlParser((train.GRPOScriptArguments, GRPOConfig, ModelConfig))
+    return mod("config").parser()  # the one TrlParser train.py uses
 
 
 @pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.stem)
 def test_config_builds_grpo_config(path, parser, tmp_path):
     # This machine may have no GPU: use_cpu lets bf16 presets construct here; nothing else is changed.
-    script_args, training_args, model_args = parser.parse_args_and_config(
+    script_args, training_args, model_args, _task_args = parser.parse_args_and_config(
         ["--config", str(path), "--output_dir", str(tmp_path), "--use_cpu", "true"]
     )
     raw = yaml.safe_load(path.read_text())

@@ -18,7 +18,7 @@ evaluate = mod("evaluate")
 
 
 def sample_rows(n: int) -> list[dict]:
-    rows = data.load_raw(f"data/{evaluate.TASK}_sample.jsonl")["train"].to_list()[:n]
+    rows = data.load_raw("data/sample.jsonl")["train"].to_list()[:n]
     return [{**row, "prompt": data.build_prompt(row)} for row in rows]
 
 
@@ -113,7 +113,7 @@ def test_end_to_end_with_kill_and_resume(tmp_path):
     keys = cache_keys(out)
     assert len(keys) == len(set(keys)), "a prompt was sampled twice"
     rows = [json.loads(line) for line in out.read_text().splitlines()]
-    train = data.load_splits(f"data/{evaluate.TASK}_sample.jsonl", None, "train", "test", eval_fraction=0.2,
+    train = data.load_splits("data/sample.jsonl", None, "train", "test", eval_fraction=0.2,
                              seed=0)[0].to_list()
     assert len(keys) == len(rows) == len(train)  # every training prompt, none from the eval split
     assert [{k: v for k, v in r.items() if k != "pass_rate"} for r in rows] == train

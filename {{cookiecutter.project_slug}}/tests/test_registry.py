@@ -29,8 +29,11 @@ def test_every_reward_takes_trl_kwargs_and_both_completion_forms():
 def test_readme_add_a_reward_example_runs():
     readme = (ROOT / "README.md").read_text()
     code = re.search(r"```python\n(from \.common import.*?)```", readme, re.DOTALL).group(1)
-    namespace = {"__name__": f"{PKG}.rewards", "__package__": f"{PKG}.rewards", "REWARD_FUNCS": {}}
-    exec(compile(code, "README.md", "exec"), namespace)  # the project's own README snippet, not model output
-    func = namespace["REWARD_FUNCS"]["no_hedging"]
-    assert func.__name__ == "no_hedging"
-    assert func(completions=["I think 4", [{"role": "assistant", "content": "4"}]]) == [-1.0, 0.0]
+    namespace = {"__name__": f"{PKG}.rewards", "__package__": f"{PKG}.rewards"}
+    try:
+        exec(compile(code, "README.md", "exec"), namespace)  # the project's own README snippet, not model output
+        func = rewards.REWARD_FUNCS["no_hedging"]
+        assert func.__name__ == "no_hedging"
+        assert func(completions=["I think 4", [{"role": "assistant", "content": "4"}]]) == [-1.0, 0.0]
+    finally:
+        rewards.REWARD_FUNCS.pop("no_hedging", None)

@@ -34,7 +34,11 @@ def test_register_sets_names() -> None:
     def f(completions, **kw):
         return [0.0] * len(completions)
 
-    assert f.__name__ == "my_reward" and f.__qualname__ == "my_reward"
+    try:
+        assert f.__name__ == "my_reward" and f.__qualname__ == "my_reward"
+        assert rewards.REWARD_FUNCS["my_reward"] is f  # registering is all it takes
+    finally:
+        common.REGISTRY.pop("my_reward")
 
 
 @pytest.mark.parametrize(
@@ -95,25 +99,48 @@ def test_format_nested_reasoning_is_not_strict() -> None:
 
 
 def test_length_reward_dapo_shape() -> None:
-    common.configure_length(100, 20)
-    try:
-        ids = [[0] * n for n in (10, 80, 90, 100, 150)]
-        out = rewards.REWARD_FUNCS["length"](completions=["x"] * 5, completion_ids=ids)
-        assert out == [0.0, 0.0, pytest.approx(-0.5), -1.0, -1.0]
-        # no token ids (outside TRL): no punishment
-        assert rewards.REWARD_FUNCS["length"](completions=["x" * 10_000, "y"]) == [0.0, 0.0]
-        assert rewards.REWARD_FUNCS["length"](completions=["a", "b"], completion_ids=[None, "abc"]) == [0.0, 0.0]
-    finally:
-        common.configure_length(common.DEFAULT_MAX_COMPLETION_LENGTH, common.DEFAULT_LENGTH_BUFFER)
+    length = rewards.build_reward("length", 100)  # bound to max_completion_length; buffer a quarter of it
+    assert (length.__name__, length.max_len, length.buffer) == ("length", 100, 25)
+    length = common.LengthReward(100, 20)
+    ids = [[0] * n for n in (10, 80, 90, 100, 150)]
+    assert length(completions=["x"] * 5, completion_ids=ids) == [0.0, 0.0, pytest.approx(-0.5), -1.0, -1.0]
+    # no token ids (outside TRL): no punishment
+    assert length(completions=["x" * 10_000, "y"]) == [0.0, 0.0]
+    assert length(completions=["a", "b"], completion_ids=[None, "abc"]) == [0.0, 0.0]
 
 
-def test_configure_length_default_buffer() -> None:
-    common.configure_length(400)
-    try:
-        assert common.length_penalty(300) == 0.0
-        assert common.length_penalty(350) == pytest.approx(-0.5)
-    finally:
-        common.configure_length(common.DEFAULT_MAX_COMPLETION_LENGTH, common.DEFAULT_LENGTH_BUFFER)
+def test_length_default_buffer_and_picklable() -> None:
+    import pickle
+
+    length = common.LengthReward(400)
+    assert common.length_penalty(300, length.max_len, length.buffer) == 0.0
+    assert common.length_penalty(350, length.max_len, length.buffer) == pytest.approx(-0.5)
+    assert pickle.loads(pickle.dumps(length))(completions=["x"], completion_ids=[[0] * 350]) == [pytest.approx(-0.5)]
+    fmt = pickle.loads(pickle.dumps(rewards.REWARD_FUNCS["format"]))
+    assert fmt is rewards.REWARD_FUNCS["format"]
+
+
+def test_per_completion_pads_columns_and_never_raises() -> None:
+    def score(text, gold=None):
+        if text == "boom":
+            raise RuntimeError("scorer bug")
+        return 1.0 if text == gold else 0.0
+
+    reward = common.PerCompletion("probe", score)
+    assert reward(completions=["a", "boom", chat("c")], gold=["a", "b"]) == [1.0, 0.0, 0.0]
+    assert reward(completions=None) == [] and reward.__name__ == "probe"
+
+
+def test_register_refuses_a_second_reward_under_one_name() -> None:
+    with pytest.raises(ValueError, match="registered as 'format'"):
+        common.register("format")(lambda **kwargs: [])
+
+
+def test_dotted_path_reward_and_unknown_names() -> None:
+    assert rewards.build_reward(f"{common.__name__}.repetition_reward", 64) is rewards.REWARD_FUNCS["repetition"]
+    assert rewards.check_reward_config(["format", "nope.missing"], [1.0, 1.0])[0].startswith(
+        "unknown reward function(s) ['nope.missing']"
+    )
 
 
 def test_repetition() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from . import task_{{ cookiecutter.task }} as task
+from . import task
 
 LOCAL_FORMATS = {".jsonl": "json", ".json": "json", ".parquet": "parquet", ".csv": "csv"}
 
@@ -26,7 +26,7 @@ def check_columns(column_names: list[str], source: str) -> None:
     missing = [c for c in task.REQUIRED_COLUMNS if c not in column_names]
     if missing:
         raise DataError(
-            f"dataset {source!r} lacks column(s) {', '.join(missing)}; the {{ cookiecutter.task }} task needs "
+            f"dataset {source!r} lacks column(s) {', '.join(missing)}; the {task.NAME} task needs "
             f"{', '.join(task.REQUIRED_COLUMNS)} (has: {', '.join(column_names) or 'none'})"
         )
 

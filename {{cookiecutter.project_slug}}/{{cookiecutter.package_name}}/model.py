@@ -1,15 +1,12 @@
-"""Model loading.
-{%- if cookiecutter.backend == "unsloth" %}
+"""Model loading, by the ``model_backend`` config field.
 
-Unsloth's FastLanguageModel loads the model and tokenizer and attaches the LoRA adapter itself (4-bit or 16-bit,
-vLLM fast inference when ``use_vllm``), so GRPOTrainer gets a ready PEFT model and no ``peft_config``. Unsloth is
-GPU-only: with ``use_cpu: true`` (the smoke config) the plain transformers + PEFT path below is used instead.
-{%- else %}
-
-Plain transformers + PEFT, as TRL's own grpo.py does it: GRPOTrainer loads the policy from its name with
+``trl``: plain transformers + PEFT, as TRL's own grpo.py does it: GRPOTrainer loads the policy from its name with
 ``model_init_kwargs`` (dtype, attention, quantization) and wraps it in the LoRA adapter described by ModelConfig's
 ``use_peft``/``lora_*`` fields.
-{%- endif %}
+
+``unsloth``: Unsloth's FastLanguageModel loads the model and tokenizer and attaches the LoRA adapter itself (4-bit or
+16-bit, vLLM fast inference when ``use_vllm``), so GRPOTrainer gets a ready PEFT model and no ``peft_config``.
+Unsloth is GPU-only: with ``use_cpu: true`` (the smoke config) the transformers path is used instead.
 """
 
 from __future__ import annotations
@@ -43,7 +40,6 @@ def load_transformers(model_args, training_args):
         init_kwargs["device_map"] = placement
     training_args.model_init_kwargs = {**init_kwargs, **(training_args.model_init_kwargs or {})}
     return model_args.model_name_or_path, tokenizer, get_peft_config(model_args)
-{%- if cookiecutter.backend == "unsloth" %}
 
 
 def load_unsloth(model_args, training_args, max_prompt_length: int):
@@ -99,15 +95,9 @@ def unsloth_dtype(dtype):
     raise ValueError(f"dtype {dtype!r}: expected float32, bfloat16, float16 or auto")
 
 
-def load(model_args, training_args, max_prompt_length: int):
-    """Unsloth on a GPU; plain transformers for CPU runs (the smoke config), which Unsloth does not support."""
-    if training_args.use_cpu:
+def load(model_args, training_args, max_prompt_length: int, backend: str = "trl"):
+    """Unsloth on a GPU when ``backend`` is unsloth; plain transformers otherwise and for CPU runs (the smoke
+    config), which Unsloth does not support. ``max_prompt_length`` sizes Unsloth's sequence length."""
+    if backend != "unsloth" or training_args.use_cpu:
         return load_transformers(model_args, training_args)
     return load_unsloth(model_args, training_args, max_prompt_length)
-{%- else %}
-
-
-def load(model_args, training_args, max_prompt_length: int):
-    """Return (model name, tokenizer, peft_config) for GRPOTrainer; ``max_prompt_length`` is unused here."""
-    return load_transformers(model_args, training_args)
-{%- endif %}

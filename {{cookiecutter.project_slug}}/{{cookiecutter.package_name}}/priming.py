@@ -17,7 +17,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from . import task_{{ cookiecutter.task }} as task
+from . import task
 from .data import build_prompt
 
 

@@ -1,6 +1,6 @@
 """Quick self-check, stdlib + PyYAML only (it runs in cookiecutter's interpreter right after generation).
 
-    python -m {{ cookiecutter.package_name }}.selfcheck
+    python -m <package>.selfcheck
 
 1. every .py file of the project compiles;
 2. every config in ``configs/`` is sane: the generation batch (per-device batch x processes x accumulation) is
@@ -16,11 +16,11 @@ import json
 import sys
 from pathlib import Path
 
-from . import task_{{ cookiecutter.task }} as task
-from .rewards import REWARD_FUNCS
+from . import task
+from .rewards import REWARD_FUNCS, check_reward_config
 
 ROOT = Path(__file__).resolve().parent.parent
-SAMPLE = ROOT / "data" / "{{ cookiecutter.task }}_sample.jsonl"
+SAMPLE = ROOT / "data" / "sample.jsonl"
 SKIP_DIRS = {".venv", ".smoke", "outputs", "__pycache__", ".git"}
 
 
@@ -60,15 +60,7 @@ def check_config(config: dict) -> list[str]:
         value = config.get(key)
         if not isinstance(value, int) or value <= 0:
             problems.append(f"{key}={value!r} must be a positive integer")
-    names = config.get("reward_funcs") or []
-    unknown = [name for name in names if name not in REWARD_FUNCS]
-    if unknown:
-        problems.append(f"unknown reward function(s) {unknown}; known: {sorted(REWARD_FUNCS)}")
-    weights = config.get("reward_weights")
-    if weights is not None and len(weights) != len(names):
-        problems.append(f"{len(weights)} reward_weights for {len(names)} reward_funcs")
-    if not names:
-        problems.append("reward_funcs is empty")
+    problems.extend(check_reward_config(config.get("reward_funcs") or [], config.get("reward_weights")))
     return problems
 
 
@@ -128,7 +120,7 @@ def main() -> int:
     problems, unchecked = reward_selfcheck(rows)
     if unchecked == len(rows) and not problems:
         print(f"[skip] reward self-check: the verifier is not importable in {sys.executable}; "
-              "after `pip install -e .[dev]` run `python -m {{ cookiecutter.package_name }}.selfcheck`")
+              f"after `pip install -e .[dev]` run `python -m {__package__}.selfcheck`")
     else:
         report("reward self-check", problems, f"{len(rows) - unchecked}/{len(rows)} gold answers score 1.0")
     return 1 if failed else 0

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from . import task_{{ cookiecutter.task }} as task
+from . import task
 from .answer_format import FORMAT
 
 CHAT_TEMPLATE = Path(__file__).with_name("chat_template.jinja")

@@ -1,20 +1,56 @@
-"""Reward registry: every name usable in a config's ``reward_funcs`` maps to one function here.
+"""Reward registry: every name usable in a config's ``reward_funcs`` maps to one reward here.
 
-Each function follows TRL's convention ``f(prompts=..., completions=..., **dataset_columns) -> list[float | None]``,
-returns an *unweighted* score (weights live in the YAML ``reward_weights``) and never raises. Its ``__name__``
-equals its registry key, so TRL logs it as ``rewards/<name>/mean``.
-
-To add a reward: write the function (see ``common.py`` for the ``register`` helper), add it to this dict, and list
-its name in ``reward_funcs`` (with a weight in ``reward_weights``) in your config.
+Each reward follows TRL's convention ``f(prompts=..., completions=..., **dataset_columns) -> list[float | None]``,
+returns an *unweighted* score (weights live in the YAML ``reward_weights``) and never raises. ``@register(name)``
+(or ``@per_completion(name)``) in ``common.py`` adds a reward under the name TRL logs (``rewards/<name>/mean``).
+The task's own rewards are in ``task.py``. A name with a dot (``mymodule.my_reward``) is imported instead.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import importlib
+from collections.abc import Sequence
 
-from . import {{ cookiecutter.task }}_task as task_rewards
-from .common import SHARED_REWARDS
+from . import task as task_rewards  # noqa: F401  (registers the task's rewards)
+from .common import FACTORIES, REGISTRY, RewardFunc
 
-REWARD_FUNCS: dict[str, Callable[..., list[float | None]]] = {**SHARED_REWARDS, **task_rewards.TASK_REWARDS}
+REWARD_FUNCS: dict[str, RewardFunc] = REGISTRY
 
-__all__ = ["REWARD_FUNCS"]
+
+def load_dotted(name: str) -> RewardFunc:
+    """``module.function`` imported (TRL's fallback for rewards outside the registry)."""
+    module, _, attr = name.rpartition(".")
+    return getattr(importlib.import_module(module), attr)
+
+
+def check_reward_config(names: Sequence[str], weights: Sequence[float] | None) -> list[str]:
+    """Problems with a config's ``reward_funcs``/``reward_weights``, one line each (train, eval and selfcheck)."""
+    problems = []
+    unknown = [name for name in names if name not in REWARD_FUNCS and "." not in name]
+    for name in (n for n in names if n not in REWARD_FUNCS and "." in n):
+        try:
+            load_dotted(name)
+        except (ImportError, AttributeError, ValueError):
+            unknown.append(name)
+    if unknown:
+        problems.append(f"unknown reward function(s) {unknown}; known: {sorted(REWARD_FUNCS)}")
+    if weights is not None and len(weights) != len(names):
+        problems.append(f"reward_weights has {len(weights)} entries for {len(names)} reward_funcs")
+    if not names:
+        problems.append("reward_funcs is empty")
+    return problems
+
+
+def build_reward(name: str, max_completion_length: int) -> RewardFunc:
+    """The reward ``name`` for a run: bound to its settings when it has a factory (``length``), else as registered."""
+    if name in FACTORIES:
+        return FACTORIES[name](max_completion_length)
+    return REWARD_FUNCS[name] if name in REWARD_FUNCS else load_dotted(name)
+
+
+def build_reward_funcs(names: Sequence[str], max_completion_length: int) -> list[RewardFunc]:
+    """The config's rewards, in order (open-r1's ``get_reward_funcs``)."""
+    return [build_reward(name, max_completion_length) for name in names]
+
+
+__all__ = ["REWARD_FUNCS", "build_reward", "build_reward_funcs", "check_reward_config", "load_dotted"]

@@ -22,6 +22,7 @@ Stdlib only at module level: the post-generation quick smoke imports this in coo
 
 from __future__ import annotations
 
+import inspect
 import re
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -32,13 +33,67 @@ RewardFunc = Callable[..., list[float | None]]
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+REGISTRY: dict[str, RewardFunc] = {}  # every reward by name; ``rewards.REWARD_FUNCS`` is this dict
+
+
 def register(name: str) -> Callable[[F], F]:
-    """Decorator: give a reward function the name it is registered (and logged by TRL) under."""
+    """Decorator: register a reward under ``name``, the name TRL logs it under (``rewards/<name>/mean``)."""
 
     def deco(func: F) -> F:
+        if name in REGISTRY and REGISTRY[name] is not func:
+            raise ValueError(f"two rewards are registered as {name!r}")
         func.__name__ = name
         func.__qualname__ = name
+        REGISTRY[name] = func
         return func
+
+    return deco
+
+
+class PerCompletion:
+    """A batch reward made from a per-completion scorer ``score(text, **row) -> float | None``.
+
+    It takes TRL's keywords, pads every dataset column the scorer names to one value per completion, calls the
+    scorer once per completion, and scores ``default`` for one that raises: the never-raise policy lives here, so
+    each scorer stays a plain function. Picklable (by its registered name).
+    """
+
+    def __init__(self, name: str, score: Callable[..., float | None], default: float | None = 0.0) -> None:
+        self.__name__ = self.__qualname__ = name
+        self.__doc__ = score.__doc__
+        self.score = score
+        self.default = default
+        params = list(inspect.signature(score).parameters.values())[1:]
+        self.keys = [p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+
+    def __call__(self, prompts: object = None, completions: object = None, **kwargs: Any) -> list[float | None]:
+        try:
+            texts = completion_texts(completions)
+        except Exception:
+            return [self.default] * _safe_len(completions)
+        columns = {key: column(kwargs.get(key), len(texts)) for key in self.keys}
+        out: list[float | None] = []
+        for i, text in enumerate(texts):
+            try:
+                out.append(self.score(text, **{key: values[i] for key, values in columns.items()}))
+            except Exception:
+                out.append(self.default)
+        return out
+
+    def __reduce__(self):
+        return registered, (self.__name__,)
+
+
+def registered(name: str) -> RewardFunc:
+    """The reward registered under ``name``."""
+    return REGISTRY[name]
+
+
+def per_completion(name: str, default: float | None = 0.0) -> Callable[[Callable[..., float | None]], RewardFunc]:
+    """Decorator: register a per-completion scorer as the batch reward ``name`` (see :class:`PerCompletion`)."""
+
+    def deco(score: Callable[..., float | None]) -> RewardFunc:
+        return register(name)(PerCompletion(name, score, default))
 
     return deco
 
@@ -128,74 +183,73 @@ def format_score(text: str, fmt: AnswerFormat = FORMAT) -> float:
     return max(0.0, min(1.0, score))
 
 
-@register("format")
-def format_reward(prompts: object = None, completions: object = None, **kwargs: Any) -> list[float | None]:
+@per_completion("format")
+def format_reward(text: str) -> float:
     """Incremental format credit in [0, 1] (see :func:`format_score`)."""
-    try:
-        return [format_score(t) for t in completion_texts(completions)]
-    except Exception:
-        return [0.0] * _safe_len(completions)
+    return format_score(text)
 
 
 _STRICT = FORMAT.strict_pattern()
 
 
-@register("format_strict")
-def format_strict_reward(prompts: object = None, completions: object = None, **kwargs: Any) -> list[float | None]:
+@per_completion("format_strict")
+def format_strict_reward(text: str) -> float:
     """1.0 iff the whole completion is exactly the tags of ``FORMAT`` in order (whitespace between), else 0.0."""
-    try:
-        return [1.0 if t and _STRICT.match(t) else 0.0 for t in completion_texts(completions)]
-    except Exception:
-        return [0.0] * _safe_len(completions)
+    return 1.0 if text and _STRICT.match(text) else 0.0
 
 
 # --------------------------------------------------------------------------------------------------- length
 
 DEFAULT_MAX_COMPLETION_LENGTH = 256
 DEFAULT_LENGTH_BUFFER = 64
-_length_cfg = {"max_len": DEFAULT_MAX_COMPLETION_LENGTH, "buffer": DEFAULT_LENGTH_BUFFER}
 
 
-def configure_length(max_completion_length: int, buffer: int | None = None) -> None:
-    """Set the limits of the ``length`` reward; train.py calls this with the config's ``max_completion_length``.
-
-    ``buffer`` defaults to a quarter of ``max_completion_length``; it is clamped to ``[1, max_completion_length]``.
-    """
-    max_len = max(1, int(max_completion_length))
-    buf = max_len // 4 if buffer is None else int(buffer)
-    _length_cfg["max_len"] = max_len
-    _length_cfg["buffer"] = max(1, min(buf, max_len))
-
-
-def length_penalty(n_tokens: int, max_len: int | None = None, buffer: int | None = None) -> float:
+def length_penalty(
+    n_tokens: int, max_len: int = DEFAULT_MAX_COMPLETION_LENGTH, buffer: int = DEFAULT_LENGTH_BUFFER
+) -> float:
     """DAPO soft overlong punishment: 0 up to ``max_len - buffer`` tokens, then linear down to -1 at ``max_len``."""
-    max_len = _length_cfg["max_len"] if max_len is None else max_len
-    buffer = _length_cfg["buffer"] if buffer is None else buffer
     start = max_len - buffer
     if n_tokens <= start:
         return 0.0
     return -min(1.0, (n_tokens - start) / max(1, buffer))
 
 
-@register("length")
-def length_reward(
-    prompts: object = None, completions: object = None, completion_ids: object = None, **kwargs: Any
-) -> list[float | None]:
-    """Soft overlong punishment in [-1, 0] on the token count of each completion (``completion_ids`` from TRL).
+class LengthReward:
+    """Soft overlong punishment in [-1, 0] on the token count of each completion (``completion_ids`` from TRL),
+    bound to the run's ``max_completion_length``. A callable class, not a closure, so it stays picklable.
 
     Without ``completion_ids`` (e.g. a reward self-check outside TRL) the token count is unknown and every
     completion gets 0.0: character or word counts are too loose a proxy to punish with.
+
+    >>> LengthReward(100, 20)(completions=["a", "b"], completion_ids=[[0] * 80, [0] * 90])
+    [0.0, -0.5]
     """
-    n = _safe_len(completions)
-    ids = column(completion_ids, n)
-    out: list[float | None] = []
-    for item in ids:
-        try:
-            countable = hasattr(item, "__len__") and not isinstance(item, (str, bytes, dict))  # list, tuple, tensor
-            out.append(length_penalty(len(item)) if countable else 0.0)  # type: ignore[arg-type]
-        except Exception:
-            out.append(0.0)
-    return out
+
+    __name__ = "length"
+
+    def __init__(self, max_completion_length: int, buffer: int | None = None) -> None:
+        """``buffer`` defaults to a quarter of ``max_completion_length``; clamped to ``[1, max_completion_length]``."""
+        self.max_len = max(1, int(max_completion_length))
+        buf = self.max_len // 4 if buffer is None else int(buffer)
+        self.buffer = max(1, min(buf, self.max_len))
+
+    def __call__(
+        self, prompts: object = None, completions: object = None, completion_ids: object = None, **kwargs: Any
+    ) -> list[float | None]:
+        n = _safe_len(completions)
+        ids = column(completion_ids, n)
+        out: list[float | None] = []
+        for item in ids:
+            try:
+                countable = hasattr(item, "__len__") and not isinstance(item, (str, bytes, dict))  # list or tensor
+                out.append(length_penalty(len(item), self.max_len, self.buffer) if countable else 0.0)  # type: ignore[arg-type]
+            except Exception:
+                out.append(0.0)
+        return out
+
+
+length_reward = register("length")(LengthReward(DEFAULT_MAX_COMPLETION_LENGTH, DEFAULT_LENGTH_BUFFER))
+FACTORIES: dict[str, Callable[..., RewardFunc]] = {"length": LengthReward}  # rewards bound to run settings
 
 
 # ----------------------------------------------------------------------------------------------- repetition
@@ -218,34 +272,25 @@ def repetition_score(text: str, n: int = REPETITION_NGRAM) -> float:
     return -(total - len(grams)) / total
 
 
-@register("repetition")
-def repetition_reward(prompts: object = None, completions: object = None, **kwargs: Any) -> list[float | None]:
+@per_completion("repetition")
+def repetition_reward(text: str) -> float:
     """n-gram repetition penalty in [-1, 0] (see :func:`repetition_score`)."""
-    try:
-        return [repetition_score(t) for t in completion_texts(completions)]
-    except Exception:
-        return [0.0] * _safe_len(completions)
+    return repetition_score(text)
 
 
 def _safe_len(completions: object) -> int:
     return len(completions) if isinstance(completions, (list, tuple)) else 0
 
 
-SHARED_REWARDS: dict[str, RewardFunc] = {
-    "format": format_reward,
-    "format_strict": format_strict_reward,
-    "length": length_reward,
-    "repetition": repetition_reward,
-}
-
 __all__ = [
-    "SHARED_REWARDS",
     "column",
     "completion_text",
     "completion_texts",
-    "configure_length",
+    "LengthReward",
+    "REGISTRY",
     "format_score",
     "length_penalty",
+    "per_completion",
     "register",
     "repetition_score",
 ]

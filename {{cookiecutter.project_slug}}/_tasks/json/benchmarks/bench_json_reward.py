@@ -2,7 +2,7 @@
 
 Run from the project root: ``python benchmarks/bench_json_reward.py [--n 2000]``.
 
-1. Throughput (completions/s) over completions built from ``data/json_sample.jsonl``: right, fenced, with prose,
+1. Throughput (completions/s) over completions built from ``data/sample.jsonl``: right, fenced, with prose,
    wrong values, schema-invalid, ``{}`` and no JSON at all, in groups of 8 per row as GRPO sends them.
    The same documents validated in-process with jsonschema (no time bound, the way the reward worked before it
    validated in a killable worker) give the baseline; the ratio is printed.
@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 PKG = next(p.parent.parent.name for p in ROOT.glob("*/rewards/__init__.py"))
-json_task = importlib.import_module(f"{PKG}.rewards.json_task")
+json_task = importlib.import_module(f"{PKG}.rewards.task")
 
 HUGE = [
     "[" * 100_000,
@@ -77,7 +77,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--n", type=int, default=2000)
     args = parser.parse_args()
-    rows = [json.loads(line) for line in (ROOT / "data" / "json_sample.jsonl").read_text().splitlines() if line]
+    rows = [json.loads(line) for line in (ROOT / "data" / "sample.jsonl").read_text().splitlines() if line]
     completions: list[str] = []
     schemas: list[str] = []
     answers: list[str] = []

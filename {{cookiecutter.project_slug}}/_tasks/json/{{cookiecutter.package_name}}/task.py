@@ -10,15 +10,29 @@ work too.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
 from .answer_format import FORMAT
 
+NAME = "json"
 INSTRUCTION = (
     "You extract structured data. Read the text, reason briefly, then put a single JSON document that is valid "
     "against the given JSON Schema in the answer block, with no other text in it."
 )
 SYSTEM_PROMPT = FORMAT.system_prompt(INSTRUCTION)
 REQUIRED_COLUMNS = ("question", "schema", "answer")
+
+
+@dataclass
+class TaskArguments:
+    """Settings of this task in the config (parsed with the script arguments); this task has none."""
+
+
+ERRORS: tuple[type[BaseException], ...] = ()  # errors that end a run with one line (besides bad data or config)
+
+
+def setup(args: TaskArguments) -> None:
+    """Start what the task's rewards need before training or evaluation; nothing for this task."""
 
 
 def normalize(row: dict) -> dict:

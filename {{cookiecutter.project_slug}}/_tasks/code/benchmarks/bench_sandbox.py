@@ -8,7 +8,7 @@
 Prints jobs/s for both and their ratio (the target is >= 0.5). Jobs are HumanEval-like: each row's solution, its
 asserts, and the same asserts as a HumanEval ``check(candidate)`` function. Run from the project root::
 
-    python benchmarks/bench_sandbox.py                       # data/code_sample.jsonl, 600 jobs, 3 rounds
+    python benchmarks/bench_sandbox.py                       # data/sample.jsonl, 600 jobs, 3 rounds
     python benchmarks/bench_sandbox.py --data humaneval.jsonl  # prompt, canonical_solution, test, entry_point
 """
 
@@ -87,7 +87,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3, help="alternating measurements of each side")
     ap.add_argument("--isolation", default="bwrap", choices=["bwrap", "unsafe-rlimit-only"])
     ap.add_argument("--workers", type=int, default=0, help="sandbox workers and limit processes (0 = one per core)")
-    ap.add_argument("--data", default=str(ROOT / "data" / "code_sample.jsonl"))
+    ap.add_argument("--data", default=str(ROOT / "data" / "sample.jsonl"))
     args = ap.parse_args()
 
     pairs = load_jobs(Path(args.data))

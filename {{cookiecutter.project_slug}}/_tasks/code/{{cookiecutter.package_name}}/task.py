@@ -10,15 +10,48 @@ from __future__ import annotations
 
 import json
 import re
+import sys
+from dataclasses import dataclass, field
 
+from . import sandbox
 from .answer_format import FORMAT
 
+NAME = "code"
 INSTRUCTION = (
     "You are an expert Python programmer. Reason briefly about the approach, then put the complete solution "
     "in a single ```python fenced block inside the answer block. Do not print or read input."
 )
 SYSTEM_PROMPT = FORMAT.system_prompt(INSTRUCTION)
 REQUIRED_COLUMNS = ("question", "tests")
+
+
+@dataclass
+class TaskArguments:
+    """Settings of this task in the config, parsed with the script arguments: the code sandbox."""
+
+    sandbox_isolation: str = field(
+        default="auto",
+        metadata={"help": "Code sandbox: auto/required/bwrap (refuse without bubblewrap) or unsafe-rlimit-only."},
+    )
+    sandbox_timeout_s: float = field(default=3.0, metadata={"help": "Wall-clock limit per execution."})
+    sandbox_memory_mb: int = field(default=512, metadata={"help": "Memory budget per execution (all processes)."})
+
+
+ERRORS: tuple[type[BaseException], ...] = (sandbox.SandboxUnavailable,)  # end a run with one line
+
+
+def setup(args: TaskArguments) -> None:
+    """Point the ``correctness`` reward at a sandbox with these settings and start its workers: without bubblewrap
+    (and no explicit unsafe mode) this refuses now, before any weight is loaded."""
+    from .rewards import task as rewards
+
+    box = rewards.use_sandbox_config(
+        sandbox.SandboxConfig(
+            isolation=args.sandbox_isolation, timeout_s=args.sandbox_timeout_s, memory_mb=args.sandbox_memory_mb
+        )
+    )
+    print(f"code sandbox: {box.start()} isolation", file=sys.stderr)
+
 
 _DEF = re.compile(r"^\s*def\s+([A-Za-z_]\w*)\s*\(", re.MULTILINE)
 

@@ -11,10 +11,10 @@ import pytest
 from _pkg import mod
 
 sandbox = mod("sandbox")
-code_task = mod("rewards.code_task")
+code_task = mod("rewards.task")
 rewards = mod("rewards")
 
-SAMPLE = Path(__file__).resolve().parents[1] / "data" / "code_sample.jsonl"
+SAMPLE = Path(__file__).resolve().parents[1] / "data" / "sample.jsonl"
 TESTS = ["assert add(1, 2) == 3", "assert add(-1, 1) == 0", "assert add(0, 0) == 0"]
 
 

@@ -25,7 +25,7 @@ from typing import Any
 from .. import sandbox
 from ..answer_format import extract_answer
 from ..sandbox import Sandbox, SandboxConfig, SandboxUnavailable
-from .common import RewardFunc, column, completion_text, register
+from .common import column, completion_text, register
 
 # ```python / ```python3 / ```py / ```py3 / ``` fences; the closing fence (or the end of the text, for a last fence
 # left open) must start a line. The body is captured lazily.
@@ -157,7 +157,7 @@ class _DefaultCorrectness(Correctness):
         return self.sandbox
 
 
-correctness_reward = _DefaultCorrectness()
+correctness_reward = register("correctness")(_DefaultCorrectness())
 
 
 def use_sandbox_config(config: SandboxConfig) -> Sandbox:
@@ -178,12 +178,7 @@ def syntax_reward(prompts: object = None, completions: object = None, **kwargs: 
     return out
 
 
-TASK_REWARDS: dict[str, RewardFunc] = {
-    "correctness": correctness_reward,
-    "syntax": syntax_reward,
-}
-
 __all__ = [
-    "TASK_REWARDS", "Correctness", "correctness_reward", "extract_code", "make_correctness", "parses", "syntax_reward",
+    "Correctness", "correctness_reward", "extract_code", "make_correctness", "parses", "syntax_reward",
     "use_sandbox_config",
 ]  # fmt: skip

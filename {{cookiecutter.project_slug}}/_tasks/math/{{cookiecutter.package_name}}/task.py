@@ -7,15 +7,29 @@ LaTeX). The default dataset is GSM8K (``openai/gsm8k``, config ``main``), whose 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from .answer_format import FORMAT
 
+NAME = "math"
 INSTRUCTION = (
     "You are a careful math solver. Reason step by step, then give only the final answer "
     "(a number or a LaTeX expression, no units) in the answer block."
 )
 SYSTEM_PROMPT = FORMAT.system_prompt(INSTRUCTION)
 REQUIRED_COLUMNS = ("question", "answer")
+
+
+@dataclass
+class TaskArguments:
+    """Settings of this task in the config (parsed with the script arguments); this task has none."""
+
+
+ERRORS: tuple[type[BaseException], ...] = ()  # errors that end a run with one line (besides bad data or config)
+
+
+def setup(args: TaskArguments) -> None:
+    """Start what the task's rewards need before training or evaluation; nothing for this task."""
 
 _CALCULATOR = re.compile(r"<<[^>]*>>")  # GSM8K's calculator annotations, e.g. "<<48/2=24>>"
 

@@ -11,9 +11,9 @@ from _pkg import mod
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-json_task = mod("rewards.json_task")
+json_task = mod("rewards.task")
 correctness = mod("rewards").REWARD_FUNCS["correctness"]
-DATA = Path(__file__).resolve().parent.parent / "data" / "json_sample.jsonl"
+DATA = Path(__file__).resolve().parent.parent / "data" / "sample.jsonl"
 
 SCHEMA = json.dumps(
     {

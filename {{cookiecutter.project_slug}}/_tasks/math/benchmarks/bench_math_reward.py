@@ -2,7 +2,7 @@
 
 Run from the project root: ``python benchmarks/bench_math_reward.py [--n 1000]``.
 
-1. 1000 (completion, gold) pairs built from ``data/math_sample.jsonl`` (right, wrong and reformatted answers, in
+1. 1000 (completion, gold) pairs built from ``data/sample.jsonl`` (right, wrong and reformatted answers, in
    groups of 8 completions per gold as GRPO sends them) are scored by the reward and by raw math-verify
    (``verify(parse(gold), parse(completion))``, in-process, main thread, its own signal timeouts). Prints both times
    and their ratio (target: reward <= 2x raw), and how often the two verdicts differ.
@@ -28,7 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 PKG = next(p.parent.parent.name for p in ROOT.glob("*/rewards/__init__.py"))
-math_task = importlib.import_module(f"{PKG}.rewards.math_task")
+math_task = importlib.import_module(f"{PKG}.rewards.task")
 
 PATHOLOGICAL = [
     "\\frac{" * 200 + "1" + "}{2}" * 200,
@@ -82,7 +82,7 @@ def variants(gold: str, rng: random.Random) -> list[str]:
 
 
 def build_pairs(n: int) -> tuple[list[str], list[str]]:
-    rows = [json.loads(line) for line in (ROOT / "data" / "math_sample.jsonl").read_text().splitlines() if line]
+    rows = [json.loads(line) for line in (ROOT / "data" / "sample.jsonl").read_text().splitlines() if line]
     rng = random.Random(0)
     completions: list[str] = []
     golds: list[str] = []

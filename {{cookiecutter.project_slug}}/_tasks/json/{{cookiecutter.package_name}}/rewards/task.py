@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from ..answer_format import extract_answer
-from .common import RewardFunc, column, completion_texts, register
+from .common import column, completion_texts, register
 from .json_schema_screen import RISKY_KEYWORDS, bounded_pattern, patterns_bounded, schema_keys
 from .timed_worker import TimedWorker
 
@@ -315,10 +315,7 @@ def correctness_reward(
     return out
 
 
-TASK_REWARDS: dict[str, RewardFunc] = {"correctness": correctness_reward}
-
 __all__ = [
-    "TASK_REWARDS",
     "WORKER",
     "bounded_pattern",
     "correctness_reward",

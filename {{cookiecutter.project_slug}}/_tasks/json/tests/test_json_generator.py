@@ -4,7 +4,7 @@ import json
 
 from _pkg import mod
 
-task = mod("task_json")
+task = mod("task")
 data = mod("data")
 rewards = mod("rewards")
 

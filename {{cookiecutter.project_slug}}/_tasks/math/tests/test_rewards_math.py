@@ -12,9 +12,9 @@ from _pkg import mod
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-math_task = mod("rewards.math_task")
+math_task = mod("rewards.task")
 correctness = mod("rewards").REWARD_FUNCS["correctness"]
-DATA = Path(__file__).resolve().parent.parent / "data" / "math_sample.jsonl"
+DATA = Path(__file__).resolve().parent.parent / "data" / "sample.jsonl"
 FAST = 1.0  # seconds: screened or fast-path calls
 BOUND = math_task.VERIFY_TIMEOUT_S + 0.5 + 10.0  # one comparison + a possible worker (re)start on a busy machine
 

@@ -57,7 +57,7 @@ from pathlib import Path
 from typing import Any
 
 from ..answer_format import extract_answer
-from .common import RewardFunc, column, completion_texts, register
+from .common import column, completion_texts, register
 from .math_answer import (
     APPROX,
     BOUND,
@@ -250,10 +250,7 @@ def correctness_reward(
     return out
 
 
-TASK_REWARDS: dict[str, RewardFunc] = {"correctness": correctness_reward}
-
 __all__ = [
-    "TASK_REWARDS",
     "WORKER",
     "correctness_reward",
     "extract_prediction",

@@ -1,0 +1,150 @@
+"""A new task is one new folder plus its name in cookiecutter.json: add a throwaway task to a copy of the template,
+bake it with nothing else edited, and run the generated project's own tests."""
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import ROOT
+
+TASK = "reverse"
+PKG = "{{cookiecutter.package_name}}"
+
+FILES = {
+    f"{PKG}/task.py": '''"""Reverse a word: a minimal task (``question`` = the word, ``answer`` = it reversed)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .answer_format import FORMAT
+
+NAME = "reverse"
+INSTRUCTION = "Reverse the word letter by letter; give only the reversed word in the answer block."
+SYSTEM_PROMPT = FORMAT.system_prompt(INSTRUCTION)
+REQUIRED_COLUMNS = ("question", "answer")
+ERRORS: tuple[type[BaseException], ...] = ()
+
+
+@dataclass
+class TaskArguments:
+    """No settings of its own."""
+
+
+def setup(args: TaskArguments) -> None:
+    """Nothing to start."""
+
+
+def normalize(row: dict) -> dict:
+    return row
+
+
+def from_hub_row(row: dict) -> dict:
+    return {"question": row["question"], "answer": row["answer"]}
+
+
+def user_message(row: dict) -> str:
+    return str(row["question"]).strip()
+
+
+def gold_completion(row: dict) -> str:
+    return f"<reasoning>\\nRead it backwards.\\n</reasoning>\\n<answer>\\n{row['answer']}\\n</answer>"
+''',
+    f"{PKG}/rewards/task.py": '''"""Rewards of the reverse task."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..answer_format import extract_answer
+from .common import column, completion_texts, register
+
+
+@register("correctness")
+def correctness_reward(
+    prompts: object = None, completions: object = None, answer: object = None, **kwargs: Any
+) -> list[float | None]:
+    """1.0 when the answer block holds the gold reversed word, else 0.0; None without a gold answer."""
+    texts = completion_texts(completions)
+    golds = column(answer, len(texts))
+    return [
+        None if gold is None else float((extract_answer(text) or "").strip() == str(gold))
+        for text, gold in zip(texts, golds, strict=True)
+    ]
+
+''',
+    "tests/test_rewards_reverse.py": '''"""The reverse task's correctness reward."""
+
+from _pkg import mod
+
+task = mod("task")
+rewards = mod("rewards")
+
+
+def test_gold_scores_one_and_wrong_scores_zero():
+    row = {"question": "stressed", "answer": "desserts"}
+    good = task.gold_completion(row)
+    bad = good.replace("desserts", "stressed")
+    scores = rewards.REWARD_FUNCS["correctness"](completions=[good, bad, "junk"], answer=["desserts"] * 3)
+    assert scores == [1.0, 0.0, 0.0]
+''',
+    "_task.jinja": '''{%- set dataset = {
+    "dataset_name": "data/sample.jsonl", "dataset_config": none,
+    "dataset_train_split": "train", "dataset_test_split": "test",
+} -%}
+{%- set reward_mixes = {
+    "balanced": [["correctness", 1.0], ["format", 0.2], ["length", 0.1], ["repetition", 0.1]],
+    "correctness-first": [["correctness", 1.0], ["format", 0.05]],
+    "format-first": [["correctness", 1.0], ["format", 0.5], ["format_strict", 0.25]],
+} -%}
+{%- set dependencies = [] -%}
+{%- set smoke_max_completion_length = 32 -%}
+{%- set readme_data = "Default: the bundled sample of words to reverse." -%}
+{%- set readme_correctness = "the answer block holds the reversed word" -%}
+{%- set readme_files = [] -%}
+{%- set readme_rewards = [] -%}
+{% macro preset_settings(preset) %}{% endmacro %}
+''',
+}
+WORDS = ["stressed", "drawer", "parts", "lived", "diaper", "reward", "gateman", "sleets", "looter", "spoons",
+         "animal", "deliver", "straw", "stops", "repaid", "redraw", "keels", "knits", "snips", "devil"]
+
+
+def make_template(dest: Path) -> Path:
+    template = dest / "template"
+    shutil.copytree(ROOT, template, ignore=shutil.ignore_patterns(".git", "__pycache__", ".pytest_cache", ".venv"))
+    folder = template / "{{cookiecutter.project_slug}}" / "_tasks" / TASK
+    for relative, text in FILES.items():
+        (folder / relative).parent.mkdir(parents=True, exist_ok=True)
+        (folder / relative).write_text(text)
+    rows = [{"question": word, "answer": word[::-1]} for word in WORDS]
+    (folder / "data").mkdir()
+    (folder / "data" / "sample.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    options = json.loads((template / "cookiecutter.json").read_text())
+    options["task"].append(TASK)  # the only edit outside the task folder
+    (template / "cookiecutter.json").write_text(json.dumps(options, indent=2))
+    return template
+
+
+def test_a_new_task_folder_bakes_and_its_project_tests_pass(tmp_path):
+    template = make_template(tmp_path)
+    cookiecutter = Path(sys.executable).with_name("cookiecutter")
+    out = tmp_path / "out"
+    baked = subprocess.run(
+        [str(cookiecutter), "--no-input", "-o", str(out), str(template), f"task={TASK}", "smoke_test=quick"],
+        capture_output=True, text=True, timeout=600, check=False,
+    )
+    assert baked.returncode == 0, baked.stdout[-3000:] + baked.stderr[-3000:]
+    assert "[ok]   reward self-check: 20/20 gold answers score 1.0" in baked.stdout
+    root = out / "grpo-reasoner"
+    assert (root / "grpo_reasoner" / "task.py").read_text() == FILES[f"{PKG}/task.py"]
+    assert (root / "tests" / "test_rewards_reverse.py").is_file() and not (root / "_tasks").exists()
+    assert not (root / "_task.jinja").exists() and not (root / "grpo_reasoner" / "sandbox.py").exists()
+
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=root,
+                          capture_output=True, text=True, timeout=1800, check=False)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    summary = done.stdout.strip().splitlines()[-1]
+    assert " passed" in summary and "failed" not in summary and "skipped" not in summary, summary

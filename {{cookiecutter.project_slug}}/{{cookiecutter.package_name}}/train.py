@@ -1,0 +1,111 @@
+"""The training recipe: data, optional tiny model and format priming, model, rewards, GRPOTrainer, resume.
+
+Run through the project's ``train.py`` (``python train.py --config configs/<preset>.yaml``); every
+hyperparameter lives in the YAML config (see ``config.py``).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from transformers.trainer_utils import get_last_checkpoint
+from trl import GRPOConfig, ModelConfig
+
+from . import config, data, difficulty, distributed, health, memory, model, priming, task, tiny
+from .rewards import build_reward_funcs
+
+
+def main(
+    script_args: config.GRPOScriptArguments,
+    training_args: GRPOConfig,
+    model_args: ModelConfig,
+    task_args: task.TaskArguments,
+) -> None:
+    train_split, eval_split = data.load_splits(
+        script_args.dataset_name,
+        script_args.dataset_config,
+        script_args.dataset_train_split,
+        script_args.dataset_test_split,
+        eval_fraction=script_args.eval_fraction,
+        seed=training_args.seed,
+    )
+    if script_args.build_tiny_model:
+        with training_args.main_process_first(desc="tiny model"):  # built once, reused by the other ranks
+            tiny.build_tiny_model(model_args.model_name_or_path, script_args.dataset_name)
+    if script_args.format_priming_steps > 0:
+        primed = os.path.join(training_args.output_dir, "format-primed")
+        # The main process primes (only it may save under torch.distributed); the others wait, then reuse it.
+        with training_args.main_process_first(desc="format priming"):
+            if not os.path.isfile(os.path.join(primed, "config.json")):
+                priming.prime(
+                    model_args.model_name_or_path,
+                    primed,
+                    data.priming_rows(script_args.dataset_name, train_split, seed=training_args.seed),
+                    steps=script_args.format_priming_steps,
+                    learning_rate=script_args.format_priming_lr,
+                    seed=training_args.seed,
+                    system_prompt=script_args.system_prompt,
+                    dtype=model_args.dtype,
+                    use_cpu=training_args.use_cpu,
+                    gradient_checkpointing=training_args.gradient_checkpointing,
+                )
+        model_args.model_name_or_path = primed
+    task.setup(task_args)
+
+    if int(os.environ.get("RANK", "0")) == 0:  # the estimator's verdict for this GPU, before any weight is loaded
+        settings = {**vars(model_args), **training_args.to_dict(), **vars(script_args)}
+        for line in memory.check_fits(settings):
+            print(f"warning: {line}", file=sys.stderr)
+    policy, tokenizer, peft_config = model.load(
+        model_args, training_args, script_args.max_prompt_length, script_args.model_backend
+    )
+    splits = data.add_prompts(
+        {"train": train_split, "eval": eval_split},
+        tokenizer,
+        max_prompt_length=script_args.max_prompt_length,
+        system_prompt=script_args.system_prompt,
+        chat_template_kwargs=training_args.chat_template_kwargs,
+    )
+
+    trainer_class, pool_kwargs = difficulty.trainer_class(script_args, seed=training_args.seed)
+    trainer = trainer_class(
+        **pool_kwargs,
+        model=policy,
+        reward_funcs=build_reward_funcs(script_args.reward_funcs, training_args.max_completion_length),
+        args=training_args,
+        train_dataset=splits["train"],
+        eval_dataset=splits["eval"] if training_args.eval_strategy != "no" else None,
+        processing_class=tokenizer,
+        peft_config=peft_config,
+    )
+    if (monitor := health.monitor_from_args(script_args, training_args.beta)) is not None:
+        trainer.add_callback(monitor)  # warnings while training, health.json at the end (see health.py)
+
+    checkpoint = training_args.resume_from_checkpoint
+    if checkpoint is None and script_args.auto_resume and os.path.isdir(training_args.output_dir):
+        checkpoint = get_last_checkpoint(training_args.output_dir)
+    if checkpoint:
+        trainer.accelerator.print(f"resuming from {checkpoint}")
+    trainer.train(resume_from_checkpoint=checkpoint)
+    print(f"rank {trainer.accelerator.process_index}: finished at step {trainer.state.global_step}", flush=True)
+    distributed.save_final_model(trainer, training_args.output_dir)  # checks the weights are on disk
+
+
+def one_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return f"error: {text.splitlines()[0] if text else type(error).__name__}"
+
+
+def cli(argv: list[str]) -> None:
+    """Parse, check and train; a bad config or bad data ends with one line that says what to fix."""
+    try:
+        script_args, training_args, model_args, task_args = config.parse_args(argv)
+        config.check_arguments(script_args, training_args)
+        distributed.check_launch(script_args, training_args, model_args)  # precision, priming under this launch
+    except (ValueError, FileNotFoundError) as error:
+        sys.exit(one_line(error))
+    try:
+        main(script_args, training_args, model_args, task_args)
+    except (data.DataError, distributed.SaveError, *task.ERRORS) as error:
+        sys.exit(one_line(error))
