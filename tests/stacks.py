@@ -7,9 +7,9 @@ extras (`gpu`, `unsloth`). The Makefile installs them into the second test envir
 
 import json
 import sys
-import tomllib
 from pathlib import Path
 
+import tomllib
 from cookiecutter.environment import StrictEnvironment
 
 ROOT = Path(__file__).resolve().parent.parent

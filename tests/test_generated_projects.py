@@ -4,10 +4,10 @@ import json
 import os
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
 import pytest
+import tomllib
 import yaml
 from conftest import task_names
 
@@ -59,7 +59,8 @@ def test_unsloth_project_tests_pass_on_cpu(cookies):
     root = Path(result.project_path)
     assert "FastLanguageModel.from_pretrained" in (root / result.context["package_name"] / "model.py").read_text()
     pins = tomllib.loads((root / "pyproject.toml").read_text())["project"]["dependencies"]
-    probe = "import importlib.metadata as m; print(' '.join(p + '==' + m.version(p) for p in ('trl', 'transformers', 'datasets')))"
+    probe = ("import importlib.metadata as m; "
+             "print(' '.join(p + '==' + m.version(p) for p in ('trl', 'transformers', 'datasets')))")
     installed = subprocess.run([python, "-c", probe], capture_output=True, text=True, check=True).stdout.split()
     assert set(installed) <= set(pins), (installed, pins)  # the environment really is the Unsloth stack
     run_pytest(python, root, "tests/test_configs.py", "tests/test_registry.py")

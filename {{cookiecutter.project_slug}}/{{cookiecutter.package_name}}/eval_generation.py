@@ -199,7 +199,9 @@ def generate_vllm(settings: Settings, base: str, adapter: str | None, tokenizer,
         params = {"temperature": 0.0}
     else:
         params["top_k"] = params["top_k"] or -1  # vLLM's "no top-k" is -1 (0 in older versions)
-    sampling_params = SamplingParams(n=settings.num_samples, max_tokens=max_len, seed=int(settings.get("seed", 42)), **params)
+    sampling_params = SamplingParams(
+        n=settings.num_samples, max_tokens=max_len, seed=int(settings.get("seed", 42)), **params
+    )
     requests = [{"prompt_token_ids": ids} for ids in prompt_ids(tokenizer, prompts, chat_template_kwargs(settings))]
     results = llm.generate(requests, sampling_params, lora_request=lora, use_tqdm=False)
     stop = set(eos_ids(None, tokenizer))

@@ -23,10 +23,10 @@ from .eval_generation import (  # noqa: F401  (the evaluation API, one import aw
     generate_transformers,
     generate_vllm,
     load_model,
-    vllm_engine,
     load_tokenizer,
     pick_backend,
     sampling,
+    vllm_engine,
 )
 from .eval_metrics import HEADLINE, RATE_METRICS, pass_at_k, score_samples, summarize  # noqa: F401
 from .eval_report import compare, load_report, render_markdown, write_reports  # noqa: F401
