@@ -30,6 +30,15 @@ COMMON_FILES = template_files(TEMPLATE)  # everything outside _tasks/
 TASK_FILES = {task: template_files(TEMPLATE / "_tasks" / task) for task in task_names()}
 
 
+# The GRPOConfig fields each `algorithm` answer must set in every config (written out, not read from the template).
+ALGORITHM_FIELDS = {
+    "dapo": {"loss_type": "dapo", "epsilon": 0.2, "epsilon_high": 0.28, "beta": 0.0, "scale_rewards": "group"},
+    "dr_grpo": {"loss_type": "dr_grpo", "scale_rewards": "none", "beta": 0.0},
+    "gspo": {"importance_sampling_level": "sequence", "epsilon": 3e-4, "epsilon_high": 4e-4, "beta": 0.0},
+    "grpo": {"loss_type": "grpo", "scale_rewards": "group", "beta": 0.04},
+}
+
+
 def supported(combo: dict) -> bool:
     """The validity rule: the same combination rules pre_gen enforces, stated independently."""
     return not (combo["backend"] == "unsloth" and combo["gpu"] in ("cpu-only", "8x80gb"))
@@ -40,7 +49,7 @@ def combinations() -> list[dict]:
     combos = []
     for index, (task, gpu) in enumerate(itertools.product(CHOICES["task"], CHOICES["gpu"])):
         combo = {"task": task, "gpu": gpu}
-        for key in ("reward_mix", "backend", "tracking"):
+        for key in ("reward_mix", "algorithm", "backend", "tracking"):
             values = CHOICES[key]
             combo[key] = values[index % len(values)]
         combo["smoke_test"] = "quick" if index % 4 == 0 else "skip"
@@ -52,7 +61,8 @@ COMBOS = combinations()
 
 
 def combo_id(combo: dict) -> str:
-    return "-".join(combo[key] for key in ("task", "gpu", "reward_mix", "backend", "tracking", "smoke_test"))
+    keys = ("task", "gpu", "reward_mix", "algorithm", "backend", "tracking", "smoke_test")
+    return "-".join(combo[key] for key in keys)
 
 
 def expected_files(task: str, package: str) -> set[str]:
@@ -116,6 +126,10 @@ def test_bake(cookies, combo):
         assert per_step % config["num_generations"] == 0, config_path.name
         if config_path.stem != "smoke":
             assert config["report_to"] == combo["tracking"]
+        assert {key: config.get(key) for key in ALGORITHM_FIELDS[combo["algorithm"]]} == ALGORITHM_FIELDS[
+            combo["algorithm"]], config_path.name
+        if config.get("use_vllm"):  # keep TRL's correction for vLLM's slightly off-policy samples
+            assert config["vllm_importance_sampling_correction"] is True, config_path.name
         if combo["task"] == "code":  # real GPU runs refuse to execute model code without bubblewrap
             expected = "auto" if config_path.stem in ("smoke", "cpu-only") else "required"
             assert config["sandbox_isolation"] == expected, config_path.name

@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 import tomllib
 import yaml
-from conftest import task_names
+from conftest import OPTIONS, task_names
+
+ALGORITHMS = OPTIONS["algorithm"]
 
 
 @pytest.mark.parametrize("task", task_names())
@@ -68,3 +70,30 @@ def test_unsloth_project_tests_pass_on_cpu(cookies):
     # trl 1.16 stack: trl 1.15's GRPOTrainer always computes log-probs with a Triton kernel (its fused LM head's
     # backward), which needs a CUDA GPU, so trl 1.15 cannot train on CPU at all.
     run_pytest(sys.executable, root, "tests/test_smoke.py")
+
+
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+def test_every_algorithm_parses_and_smoke_trains(cookies, algorithm):
+    # Every config of the project goes through the project's own TrlParser, and a short smoke training runs.
+    result = cookies.bake(extra_context={"algorithm": algorithm, "smoke_test": "skip"})
+    assert result.exit_code == 0, result.exception
+    root = Path(result.project_path)
+    package = result.context["package_name"]
+    parse = (
+        "import glob, sys\n"
+        f"from {package} import config\n"
+        "for path in sorted(glob.glob('configs/*.yaml')):\n"
+        "    s, t, m, _ = config.parser().parse_args_and_config(['--config', path, '--output_dir', '/tmp/x',"
+        " '--use_cpu', 'true'])\n"
+        "    print(path, t.loss_type, t.importance_sampling_level, t.scale_rewards, t.beta)\n"
+    )
+    parsed = subprocess.run([sys.executable, "-c", parse], cwd=root, capture_output=True, text=True, timeout=600,
+                            check=False)
+    assert parsed.returncode == 0, parsed.stderr[-3000:]
+    assert len(parsed.stdout.splitlines()) == len(list((root / "configs").glob("*.yaml")))
+    done = subprocess.run([sys.executable, "train.py", "--config", "configs/smoke.yaml", "--max_steps", "2",
+                           "--save_steps", "2", "--format_priming_steps", "2"],
+                          cwd=root, capture_output=True, text=True, timeout=900, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    state = json.loads((root / "outputs" / "smoke" / "checkpoint-2" / "trainer_state.json").read_text())
+    assert state["global_step"] == 2

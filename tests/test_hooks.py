@@ -14,7 +14,7 @@ def test_defaults_are_valid(defaults):
 
 
 def test_choices_come_from_cookiecutter_json():
-    assert set(pre.choices(OPTIONS)) == {"task", "gpu", "reward_mix", "backend", "tracking", "smoke_test"}
+    assert set(pre.choices(OPTIONS)) == {"task", "gpu", "reward_mix", "algorithm", "backend", "tracking", "smoke_test"}
     assert pre.choices(OPTIONS)["task"] == tuple(OPTIONS["task"])
     assert pre.validate({"task": "math"}, {"task": ["math"]}) != []  # other answers missing, but task accepted
     assert not any("task=" in e for e in pre.validate({"task": "math"}, {"task": ["math"]}))

@@ -40,7 +40,10 @@ def test_stated_estimate_is_the_estimators(path):
     assert stated, f"{path.name} states no estimated peak"
     config = memory.load_config(path)
     try:
-        est = memory.estimate(config, memory.gpu_gb_from_preset(path))
+        # a multi-process preset is launched under DeepSpeed ZeRO-3 (its comment and launch line say so)
+        launch = mod("launch").from_accelerate_config(ROOT / "configs" / "accelerate" / "zero3.yaml") if int(
+            config.get("num_processes", 1)) > 1 else None
+        est = memory.estimate(config, memory.gpu_gb_from_preset(path), launch=launch)
     except memory.EstimateError:
         pytest.skip(f"{config.get('model_name_or_path')!r} is a user model the estimator has no facts for")
     if config.get("model_name_or_path") not in memory.KNOWN_MODELS:
