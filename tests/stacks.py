@@ -11,6 +11,7 @@ from pathlib import Path
 
 import tomllib
 from cookiecutter.environment import StrictEnvironment
+from jinja2 import FileSystemLoader
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -20,6 +21,8 @@ def render_pyproject(context: dict) -> dict:
     answers = {key: (value[0] if isinstance(value, list) else value) for key, value in raw.items()}
     answers.update(project_slug="grpo-reasoner", package_name="grpo_reasoner", **context)
     env = StrictEnvironment(context={"cookiecutter": answers}, keep_trailing_newline=True)
+    # the loader cookiecutter uses: the project template dir (the task folders' _task.jinja) and templates/
+    env.loader = FileSystemLoader([str(ROOT / "{{cookiecutter.project_slug}}"), str(ROOT / "templates")])
     template = env.from_string((ROOT / "{{cookiecutter.project_slug}}" / "pyproject.toml").read_text())
     return tomllib.loads(template.render(cookiecutter=answers))
 

@@ -17,10 +17,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import load_hook
+from conftest import OPTIONS, load_hook
 from stacks import render_pyproject
 
-CHOICES = load_hook("pre_gen_project").CHOICES
+CHOICES = load_hook("pre_gen_project").choices(OPTIONS)
 PIP_TIMEOUT_S = 1500
 
 
