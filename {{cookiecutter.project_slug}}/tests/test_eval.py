@@ -91,7 +91,8 @@ def test_eval_of_a_lora_adapter(trained, tmp_path):
         adapter
     )
     out = tmp_path / "report"
-    args = ["--config", "configs/smoke.yaml", "--model", str(adapter), "--max_rows", "2", "--output", str(out)]
+    args = ["--config", "configs/smoke.yaml", "--model", str(adapter), "--max_rows", "2", "--output", str(out),
+            "--num_samples", "1"]
     assert evaluate.main(args) == 0  # an adapter-only dir: the base comes from adapter_config.json
     report = json.loads((out / "report.json").read_text())
     assert report["adapter"] == str(adapter) and report["model"] == str(trained)
