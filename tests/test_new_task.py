@@ -51,6 +51,18 @@ def user_message(row: dict) -> str:
 
 def gold_completion(row: dict) -> str:
     return f"<reasoning>\\nRead it backwards.\\n</reasoning>\\n<answer>\\n{row['answer']}\\n</answer>"
+
+
+def generate_curriculum(n: int, seed: int = 0, part: str = "train") -> list[dict]:
+    """Easy rows for the smoke curriculum: three-letter words; priming words disjoint from training words."""
+    import itertools
+    import random
+
+    words = ["".join(w) for w in itertools.product("abcde", repeat=3)]
+    chosen = [w for i, w in enumerate(words) if (i % 3 == 0) == (part == "priming")]
+    rng = random.Random(seed)
+    picked = [rng.choice(chosen) for _ in range(n)]
+    return [{"question": f"Reverse: {w}", "answer": w[::-1]} for w in picked]
 ''',
     f"{PKG}/rewards/task.py": '''"""Rewards of the reverse task."""
 
