@@ -115,28 +115,34 @@ def resolve_model(model: str, adapter: str | None) -> tuple[str, str | None]:
 # ----------------------------------------------------------------------------------------------------- data
 
 
-def eval_rows(settings: Settings, tokenizer) -> list[dict]:
-    """The eval split in the row contract, each row with its conversational ``prompt``, at most ``max_rows``."""
-    seed = int(settings.get("seed", 42))
-    _, split = data.load_splits(
+def split_rows(settings: Settings, tokenizer, which: str = "eval", max_rows: int | None = None) -> list[dict]:
+    """The ``train`` or ``eval`` split exactly as train.py builds it (the config's dataset, seed and hold-out), in
+    the row contract, each row with its conversational ``prompt``; at most ``max_rows`` rows."""
+    train, held_out = data.load_splits(
         settings.get("dataset_name", ""),
         settings.get("dataset_config"),
         settings.get("dataset_train_split", "train"),
         settings.get("dataset_test_split", "test"),
         eval_fraction=float(settings.get("eval_fraction", 0.1)),
-        seed=seed,
+        seed=int(settings.get("seed", 42)),
     )
-    if settings.max_rows is not None:
-        split = split.select(range(min(settings.max_rows, len(split))))
+    split = train if which == "train" else held_out
+    if max_rows is not None:
+        split = split.select(range(min(max_rows, len(split))))
     splits = data.add_prompts(
-        {"eval": split},
+        {which: split},
         tokenizer,
         max_prompt_length=int(settings.get("max_prompt_length", 512)),
         system_prompt=settings.get("system_prompt"),
         chat_template_kwargs=chat_template_kwargs(settings),
         log=lambda line: print(line, file=sys.stderr),
     )
-    return splits["eval"].to_list()
+    return splits[which].to_list()
+
+
+def eval_rows(settings: Settings, tokenizer) -> list[dict]:
+    """The eval split in the row contract, each row with its conversational ``prompt``, at most ``max_rows``."""
+    return split_rows(settings, tokenizer, "eval", settings.max_rows)
 
 
 def chat_template_kwargs(settings: Settings) -> dict:

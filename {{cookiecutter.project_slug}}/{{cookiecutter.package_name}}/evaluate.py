@@ -42,6 +42,7 @@ from .eval_settings import (  # noqa: F401
     read_config,
     resolve_model,
     settings_from_args,
+    split_rows,
 )
 from .rewards import REWARD_FUNCS  # noqa: F401
 

@@ -28,7 +28,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import data, evaluate
+from . import evaluate
 from .rewards import REWARD_FUNCS
 
 PASS = 1.0  # a completion passes when its correctness is 1.0 (for code: every test passed), as eval.py counts it
@@ -202,23 +202,7 @@ def fingerprint(settings: evaluate.Settings, base: str, adapter: str | None, bac
 
 def train_rows(settings: evaluate.Settings, tokenizer) -> list[dict]:
     """The training split as train.py builds it, each row with its chat ``prompt``."""
-    train, _ = data.load_splits(
-        settings.get("dataset_name", ""),
-        settings.get("dataset_config"),
-        settings.get("dataset_train_split", "train"),
-        settings.get("dataset_test_split", "test"),
-        eval_fraction=float(settings.get("eval_fraction", 0.1)),
-        seed=int(settings.get("seed", 42)),
-    )
-    splits = data.add_prompts(
-        {"train": train},
-        tokenizer,
-        max_prompt_length=int(settings.get("max_prompt_length", 512)),
-        system_prompt=settings.get("system_prompt"),
-        chat_template_kwargs=evaluate.chat_template_kwargs(settings),
-        log=lambda line: print(line, file=sys.stderr),
-    )
-    return splits["train"].to_list()
+    return evaluate.split_rows(settings, tokenizer, "train")
 
 
 def build_tiny_if_asked(settings: evaluate.Settings, model: str) -> None:
