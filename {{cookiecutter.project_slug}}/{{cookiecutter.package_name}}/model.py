@@ -14,7 +14,7 @@ from __future__ import annotations
 from transformers import AutoTokenizer
 from trl import get_peft_config, get_quantization_config
 
-from . import distributed
+from . import distributed, logprobs_fallback
 
 
 def load_transformers(model_args, training_args):
@@ -99,5 +99,6 @@ def load(model_args, training_args, max_prompt_length: int, backend: str = "trl"
     """Unsloth on a GPU when ``backend`` is unsloth; plain transformers otherwise and for CPU runs (the smoke
     config), which Unsloth does not support. ``max_prompt_length`` sizes Unsloth's sequence length."""
     if backend != "unsloth" or training_args.use_cpu:
+        logprobs_fallback.install()  # TRL 1.15 (the Unsloth stack) has no log-prob path without Triton
         return load_transformers(model_args, training_args)
     return load_unsloth(model_args, training_args, max_prompt_length)
