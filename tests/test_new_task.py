@@ -33,10 +33,6 @@ class TaskArguments:
     """No settings of its own."""
 
 
-def setup(args: TaskArguments) -> None:
-    """Nothing to start."""
-
-
 def normalize(row: dict) -> dict:
     return row
 

@@ -122,6 +122,7 @@ def run_one(path: Path, tiny: bool = False) -> dict:
     def length_reward(completions, **_) -> list[float]:
         return [float(len(c)) / 1000 for c in completions]
 
+    importlib.import_module(f"{PACKAGE}.logprobs_fallback").install()  # only where TRL's kernel needs Triton
     trainer = GRPOTrainer(model=model, reward_funcs=[length_reward], args=args,
                           train_dataset=Dataset.from_list(rows), processing_class=tokenizer, peft_config=peft_config)
     if cuda:

@@ -73,7 +73,7 @@ def test_config_builds_grpo_config(path, parser, tmp_path):
     assert (training_args.generation_batch_size * processes) % training_args.num_generations == 0
     assert training_args.num_generations == raw["num_generations"]
     assert len(training_args.reward_weights) == len(script_args.reward_funcs)
-    assert set(script_args.reward_funcs) <= set(mod("rewards").REWARD_FUNCS)
+    assert set(script_args.reward_funcs) <= set(mod("rewards").reward_names())
     assert model_args.model_name_or_path == raw["model_name_or_path"]
     assert selfcheck.check_config(raw) == []
 

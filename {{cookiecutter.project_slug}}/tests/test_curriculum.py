@@ -31,10 +31,11 @@ def test_gold_completions_get_full_correctness():
     rows = task.generate_curriculum(6, seed=3) + task.generate_curriculum(3, part="priming")
     columns = {key: [row[key] for row in rows] for key in rows[0]}
     completions = [task.gold_completion(row) for row in rows]
-    scores = rewards.REWARD_FUNCS["correctness"](prompts=[None] * len(rows), completions=completions, **columns)
+    correctness = rewards.build_reward("correctness", rewards.RewardSettings())  # as a run builds it
+    scores = correctness(prompts=[None] * len(rows), completions=completions, **columns)
     assert scores == [1.0] * len(rows)
     wrong = completions[1:] + completions[:1]  # each row answered with another row's gold
-    scored = rewards.REWARD_FUNCS["correctness"](prompts=[None] * len(rows), completions=wrong, **columns)
+    scored = correctness(prompts=[None] * len(rows), completions=wrong, **columns)
     answer = mod("answer_format").extract_answer  # two rows may share a final answer (2 - 0 and 1 + 1)
     differs = [answer(w) != answer(c) for w, c in zip(wrong, completions, strict=True)]
     assert any(differs)

@@ -10,6 +10,7 @@ from _pkg import mod
 from _smoke_run import STEPS, run_script, smoke_run
 
 evaluate = mod("evaluate")
+rewards = mod("rewards")
 
 RATES = ["accuracy", "pass@1", "pass@2", "format_compliance", "truncation_rate"]
 REWARD_RANGES = {"format": (0, 1), "format_strict": (0, 1), "correctness": (0, 1), "syntax": (0, 1),
@@ -45,7 +46,7 @@ def check_metrics(report: dict, max_len: int) -> None:
         value = metrics.get(f"rewards/{name}/mean")
         if value is not None:
             assert low <= value <= high, (name, value)
-    assert set(evaluate.REWARD_FUNCS) == {k.split("/")[1] for k in metrics if k.startswith("rewards/")}
+    assert set(rewards.reward_names()) == {k.split("/")[1] for k in metrics if k.startswith("rewards/")}
 
 
 @pytest.mark.slow
@@ -61,7 +62,7 @@ def test_eval_of_a_checkpoint_writes_both_reports(report_dir):
     assert markdown.startswith("# Evaluation: ") and "| pass@2 |" in markdown and "| truncation_rate |" in markdown
     samples = [json.loads(line) for line in (report_dir / "samples.jsonl").read_text().splitlines()]
     assert len(samples) == report["completions"]
-    assert all(set(s["scores"]) == set(evaluate.REWARD_FUNCS) for s in samples)
+    assert all(set(s["scores"]) == set(rewards.reward_names()) for s in samples)
 
 
 @pytest.mark.slow
@@ -121,7 +122,8 @@ def test_gold_completions_score_full_marks():
     samples = [[evaluate.Sample(task.gold_completion(row), [7] * 20, False)] * 2 for row in rows]
     settings = evaluate.Settings(config="c", model="m", adapter=None, num_samples=2, pass_k=[1, 2],
                                  cfg={"reward_funcs": ["correctness", "format"], "reward_weights": [1.0, 0.5]})
-    metrics = evaluate.summarize(settings, samples, evaluate.score_samples(rows, samples))
+    built = {name: rewards.build_reward(name, rewards.RewardSettings(256)) for name in rewards.reward_names()}
+    metrics = evaluate.summarize(settings, samples, evaluate.score_samples(rows, samples, built))
     assert metrics["accuracy"] == metrics["pass@1"] == metrics["pass@2"] == 1.0
     assert metrics["format_compliance"] == 1.0 and metrics["truncation_rate"] == 0.0
     assert metrics["mean_completion_tokens"] == 20.0 and metrics["reward"] == pytest.approx(1.5)

@@ -15,6 +15,7 @@ from _smoke_run import ROOT, run_script
 filtering = mod("filtering")
 data = mod("data")
 evaluate = mod("evaluate")
+rewards = mod("rewards")
 
 
 def sample_rows(n: int) -> list[dict]:
@@ -29,7 +30,6 @@ def samples_of(texts: list[str]) -> list:
 @pytest.fixture(autouse=True)
 def _project_root(monkeypatch):
     monkeypatch.chdir(ROOT)
-    evaluate.configure_rewards(evaluate.Settings(config="", model="", adapter=None, cfg={}))
 
 
 def test_pass_rates_come_from_the_training_correctness_reward():
@@ -37,7 +37,8 @@ def test_pass_rates_come_from_the_training_correctness_reward():
     gold = [data.task.gold_completion(row) for row in rows]
     wrong = "<reasoning>\nno idea\n</reasoning>\n<answer>\nnot an answer at all\n</answer>"
     groups = [samples_of([gold[0], wrong, gold[0], wrong]), samples_of([gold[1]] * 4), samples_of([wrong] * 4)]
-    results = filtering.score_groups(rows, groups)
+    correctness = rewards.build_reward("correctness", rewards.RewardSettings())
+    results = filtering.score_groups(rows, groups, correctness)
     assert [r["pass_rate"] for r in results] == [0.5, 1.0, 0.0]
     assert [r["passed"] for r in results] == [2, 4, 0]
     assert results[0]["tokens"] == [1, 2, 3, 4] and all(r["scored"] == 4 for r in results)

@@ -3,23 +3,34 @@
 import re
 from pathlib import Path
 
+import pytest
 from _pkg import PKG, mod
 
 ROOT = Path(__file__).resolve().parent.parent
 rewards = mod("rewards")
 
 
-def test_registry_names_match_logged_names():
-    assert {"correctness", "format"} <= set(rewards.REWARD_FUNCS)
-    for name, func in rewards.REWARD_FUNCS.items():
+@pytest.fixture(scope="module")
+def built_rewards():
+    """Every reward as a run builds it (factories bound to default settings); a sandbox is closed after."""
+    built = {name: rewards.build_reward(name, rewards.RewardSettings(64)) for name in rewards.reward_names()}
+    yield built
+    for func in built.values():
+        if hasattr(func, "close"):
+            func.close()
+
+
+def test_registry_names_match_logged_names(built_rewards):
+    assert {"correctness", "format"} <= set(rewards.reward_names())
+    for name, func in built_rewards.items():
         assert func.__name__ == name  # TRL logs rewards/<__name__>/mean
 
 
-def test_every_reward_takes_trl_kwargs_and_both_completion_forms():
+def test_every_reward_takes_trl_kwargs_and_both_completion_forms(built_rewards):
     completions = ["<reasoning>\nx\n</reasoning>\n<answer>\n1\n</answer>", [{"role": "assistant", "content": "hi"}]]
     sample = mod("selfcheck").load_sample()[:2]
     columns = {key: [row.get(key) for row in sample] for key in sample[0]}
-    for name, func in rewards.REWARD_FUNCS.items():
+    for name, func in built_rewards.items():
         scores = func(prompts=["p", "p"], completions=completions, completion_ids=[[1, 2], [3]],
                       trainer_state=None, **columns)
         assert len(scores) == 2, name

@@ -22,11 +22,26 @@ def chat(text: str) -> list[dict[str, str]]:
     return [{"role": "assistant", "content": text}]
 
 
+def shared(name: str):
+    """A shared reward as a run builds it (``length`` comes from its factory)."""
+    return rewards.build_reward(name, rewards.RewardSettings(256))
+
+
 def test_registry_names_match_keys() -> None:
     for name, func in rewards.REWARD_FUNCS.items():
         assert func.__name__ == name
-    assert set(SHARED) <= set(rewards.REWARD_FUNCS)
-    assert "correctness" in rewards.REWARD_FUNCS
+    assert set(SHARED) <= set(rewards.reward_names())
+    assert "correctness" in rewards.reward_names()
+    assert "length" in common.FACTORIES and "length" not in rewards.REWARD_FUNCS  # no module-level default
+    for name in SHARED:
+        assert shared(name).__name__ == name
+
+
+def test_factory_refuses_a_name_taken_by_a_registered_reward() -> None:
+    with pytest.raises(ValueError, match="registered as 'format'"):
+        common.factory("format")(lambda settings: None)
+    with pytest.raises(ValueError, match="registered as 'length'"):
+        common.register("length")(lambda **kwargs: [])
 
 
 def test_register_sets_names() -> None:
@@ -99,7 +114,7 @@ def test_format_nested_reasoning_is_not_strict() -> None:
 
 
 def test_length_reward_dapo_shape() -> None:
-    length = rewards.build_reward("length", 100)  # bound to max_completion_length; buffer a quarter of it
+    length = rewards.build_reward("length", rewards.RewardSettings(100))  # buffer: a quarter of the budget
     assert (length.__name__, length.max_len, length.buffer) == ("length", 100, 25)
     length = common.LengthReward(100, 20)
     ids = [[0] * n for n in (10, 80, 90, 100, 150)]
@@ -137,7 +152,8 @@ def test_register_refuses_a_second_reward_under_one_name() -> None:
 
 
 def test_dotted_path_reward_and_unknown_names() -> None:
-    assert rewards.build_reward(f"{common.__name__}.repetition_reward", 64) is rewards.REWARD_FUNCS["repetition"]
+    dotted = rewards.build_reward(f"{common.__name__}.repetition_reward", rewards.RewardSettings(64))
+    assert dotted is rewards.REWARD_FUNCS["repetition"]
     assert rewards.check_reward_config(["format", "nope.missing"], [1.0, 1.0])[0].startswith(
         "unknown reward function(s) ['nope.missing']"
     )
@@ -153,7 +169,7 @@ def test_repetition() -> None:
 
 def test_unknown_kwargs_and_prompts_accepted() -> None:
     for name in SHARED:
-        out = rewards.REWARD_FUNCS[name](
+        out = shared(name)(
             prompts=["p"] * 2,
             completions=[GOOD, chat(GOOD)],
             completion_ids=[[1, 2], [3]],
@@ -179,7 +195,7 @@ junk = st.one_of(
 @given(st.lists(junk, max_size=6), st.lists(st.one_of(st.none(), st.lists(st.integers(), max_size=400)), max_size=6))
 def test_shared_rewards_never_raise(completions: list[object], ids: list[object]) -> None:
     for name in SHARED:
-        out = rewards.REWARD_FUNCS[name](completions=completions, completion_ids=ids)
+        out = shared(name)(completions=completions, completion_ids=ids)
         assert len(out) == len(completions)
         lo, hi = RANGES[name]
         assert all(isinstance(v, float) and lo <= v <= hi for v in out)
@@ -188,7 +204,7 @@ def test_shared_rewards_never_raise(completions: list[object], ids: list[object]
 def test_huge_and_unicode_input() -> None:
     huge = "<reasoning>" + "数学 🙂 " * 200_000 + "</reasoning><answer>72</answer>"
     for name in SHARED:
-        out = rewards.REWARD_FUNCS[name](completions=[huge, chat(huge)])
+        out = shared(name)(completions=[huge, chat(huge)])
         lo, hi = RANGES[name]
         assert len(out) == 2 and all(lo <= v <= hi for v in out)
 

@@ -11,7 +11,7 @@ from trl import GRPOConfig, ModelConfig, ScriptArguments, TrlParser
 
 from . import DEFAULT_CONFIG, difficulty, task
 from .backend import BACKENDS
-from .rewards import REWARD_FUNCS, check_reward_config
+from .rewards import check_reward_config, reward_names
 
 
 @dataclass
@@ -20,7 +20,7 @@ class GRPOScriptArguments(ScriptArguments):
 
     reward_funcs: list[str] = field(
         default_factory=lambda: ["correctness", "format"],
-        metadata={"help": f"Reward names, one weight each in reward_weights. Known: {sorted(REWARD_FUNCS)}"},
+        metadata={"help": f"Reward names, one weight each in reward_weights. Known: {reward_names()}"},
     )
     max_prompt_length: int = field(default=512, metadata={"help": "Prompts longer than this (tokens) are dropped."})
     eval_fraction: float = field(default=0.1, metadata={"help": "Seeded hold-out when the dataset has no test split."})

@@ -6,7 +6,7 @@ import math
 
 from .eval_generation import Sample
 from .eval_settings import Settings
-from .rewards import REWARD_FUNCS, build_reward
+from .rewards.common import RewardFunc
 
 HEADLINE = ["accuracy", "format_compliance", "mean_completion_tokens", "truncation_rate", "reward"]
 RATE_METRICS = {"accuracy", "format_compliance", "truncation_rate"}
@@ -16,10 +16,11 @@ RATE_METRICS = {"accuracy", "format_compliance", "truncation_rate"}
 
 
 def score_samples(
-    rows: list[dict], samples: list[list[Sample]], max_completion_length: int = 256
+    rows: list[dict], samples: list[list[Sample]], rewards: dict[str, RewardFunc]
 ) -> dict[str, list[float | None]]:
-    """Every registered reward on every completion (flattened prompt-major), with the rows' columns as TRL passes
-    them: one element per completion, completions in conversational form, ``completion_ids`` for ``length``."""
+    """Every reward (name -> the reward built for this run) on every completion (flattened prompt-major), with the
+    rows' columns as TRL passes them: one element per completion, completions in conversational form,
+    ``completion_ids`` for ``length``."""
     flat_rows = [row for row, group in zip(rows, samples, strict=True) for _ in group]
     flat = [s for group in samples for s in group]
     columns = {key: [row.get(key) for row in flat_rows] for key in (flat_rows[0] if flat_rows else {})}
@@ -27,8 +28,7 @@ def score_samples(
     completions = [[{"role": "assistant", "content": s.text}] for s in flat]
     prompts = [row["prompt"] for row in flat_rows]
     scores: dict[str, list[float | None]] = {}
-    for name in REWARD_FUNCS:
-        func = build_reward(name, max_completion_length)
+    for name, func in rewards.items():
         values = func(prompts=prompts, completions=completions, completion_ids=[s.ids for s in flat], **columns)
         scores[name] = [None if v is None else float(v) for v in values]
     return scores

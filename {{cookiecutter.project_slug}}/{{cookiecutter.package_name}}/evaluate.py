@@ -44,7 +44,7 @@ from .eval_settings import (  # noqa: F401
     settings_from_args,
     split_rows,
 )
-from .rewards import REWARD_FUNCS  # noqa: F401
+from .rewards import RewardSettings, build_reward, reward_names
 
 ROOT = Path(__file__).resolve().parent.parent
 TASK = task.NAME
@@ -59,10 +59,11 @@ def default_output(model: str, adapter: str | None) -> Path:
     return Path("eval_reports") / name
 
 
-def configure_rewards(settings: Settings) -> None:
-    """The task's own settings train.py applies (e.g. the code sandbox)."""
+def reward_settings(settings: Settings) -> RewardSettings:
+    """What the rewards are bound to, from the same config train.py reads (e.g. the code sandbox's settings)."""
     names = {f.name for f in fields(task.TaskArguments)}
-    task.setup(task.TaskArguments(**{key: value for key, value in settings.cfg.items() if key in names}))
+    task_args = task.TaskArguments(**{key: value for key, value in settings.cfg.items() if key in names})
+    return RewardSettings(int(settings.cfg["max_completion_length"]), task_args)
 
 
 def evaluate(settings: Settings, out_dir: Path) -> dict:
@@ -70,12 +71,12 @@ def evaluate(settings: Settings, out_dir: Path) -> dict:
     started = time.time()
     base, adapter = resolve_model(settings.model, settings.adapter)
     backend = pick_backend(settings)
-    configure_rewards(settings)
+    rewards = {name: build_reward(name, reward_settings(settings)) for name in reward_names()}
     tokenizer = load_tokenizer(base, adapter, settings)
     rows = eval_rows(settings, tokenizer)
     generate = generate_vllm if backend == "vllm" else generate_transformers
     samples = generate(settings, base, adapter, tokenizer, [row["prompt"] for row in rows])
-    scores = score_samples(rows, samples, int(settings.get("max_completion_length", 256)))
+    scores = score_samples(rows, samples, rewards)
     report = {
         "model": base,
         "adapter": adapter,
@@ -88,7 +89,7 @@ def evaluate(settings: Settings, out_dir: Path) -> dict:
             "num_samples": settings.num_samples,
             "pass_k": settings.pass_k,
             "temperature": None if settings.num_samples == 1 else float(settings.get("temperature", 1.0)),
-            "max_completion_length": int(settings.get("max_completion_length", 256)),
+            "max_completion_length": int(settings.cfg["max_completion_length"]),
             "max_prompt_length": int(settings.get("max_prompt_length", 512)),
             "backend": backend,
             "seed": int(settings.get("seed", 42)),

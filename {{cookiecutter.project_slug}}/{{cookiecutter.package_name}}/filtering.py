@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 from . import evaluate
-from .rewards import REWARD_FUNCS
+from .rewards import RewardFunc, build_reward, reward_names
 
 PASS = 1.0  # a completion passes when its correctness is 1.0 (for code: every test passed), as eval.py counts it
 
@@ -52,10 +52,9 @@ def row_key(row: dict, fingerprint: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
 
 
-def score_groups(rows: list[dict], samples: list[list]) -> list[dict]:
-    """Score every completion with the registered ``correctness`` reward (dataset columns passed as TRL passes
-    them) and summarise each prompt: pass rate over the scored completions (None when none was scorable)."""
-    correctness = REWARD_FUNCS["correctness"]
+def score_groups(rows: list[dict], samples: list[list], correctness: RewardFunc) -> list[dict]:
+    """Score every completion with the run's ``correctness`` reward (dataset columns passed as TRL passes them)
+    and summarise each prompt: pass rate over the scored completions (None when none was scorable)."""
     flat_rows = [row for row, group in zip(rows, samples, strict=True) for _ in group]
     flat = [s for group in samples for s in group]
     if not flat:
@@ -213,7 +212,9 @@ def build_tiny_if_asked(settings: evaluate.Settings, model: str) -> None:
         tiny.build_tiny_model(model, settings.get("dataset_name", ""))
 
 
-def sample_pending(settings, base, adapter, backend, tokenizer, pending, key_of, cache_path, log=print) -> None:
+def sample_pending(
+    settings, base, adapter, backend, tokenizer, pending, key_of, cache_path, correctness, log=print
+) -> None:
     """Generate and score the pending prompts batch by batch, appending each batch to the cache."""
     if not pending:
         return
@@ -227,7 +228,7 @@ def sample_pending(settings, base, adapter, backend, tokenizer, pending, key_of,
     for start in range(0, total, settings.batch_size):
         batch = pending[start : start + settings.batch_size]
         samples = generate(settings, base, adapter, tokenizer, [row["prompt"] for row in batch], engine=engine)
-        results = score_groups(batch, samples)
+        results = score_groups(batch, samples, correctness)
         append_cache(cache_path, [{"key": key_of(row), **result} for row, result in zip(batch, results, strict=True)])
         done = start + len(batch)
         elapsed = time.time() - started
@@ -244,7 +245,7 @@ def run(args: argparse.Namespace, log=print) -> dict:
     build_tiny_if_asked(settings, model)
     base, adapter = evaluate.resolve_model(model, settings.adapter)
     backend = evaluate.pick_backend(settings)
-    evaluate.configure_rewards(settings)
+    correctness = build_reward("correctness", evaluate.reward_settings(settings))  # as train.py builds it
     tokenizer = evaluate.load_tokenizer(base, adapter, settings)
     rows = train_rows(settings, tokenizer)
     if args.max_prompts is not None:
@@ -263,7 +264,7 @@ def run(args: argparse.Namespace, log=print) -> dict:
             pending.append(row)
     log(f"filter: {len(rows)} training prompts, {len(rows) - len(pending)} from the cache {paths['cache']}, "
         f"{len(pending)} to sample with {settings.num_samples} completions each ({backend})")
-    sample_pending(settings, base, adapter, backend, tokenizer, pending, key_of, paths["cache"], log)
+    sample_pending(settings, base, adapter, backend, tokenizer, pending, key_of, paths["cache"], correctness, log)
 
     cache = read_cache(paths["cache"])
     results = [cache[key_of(row)] for row in rows]
@@ -321,7 +322,7 @@ def settings_from_args(args: argparse.Namespace) -> evaluate.Settings:
     cfg = evaluate.read_config(config)
     if args.temperature is not None:
         cfg["temperature"] = args.temperature
-    if "correctness" not in REWARD_FUNCS:
+    if "correctness" not in reward_names():
         raise FilterError("the reward registry has no 'correctness' reward to score pass rates with")
     model = os.path.expanduser(args.model or cfg.get("model_name_or_path") or "")
     if not model:

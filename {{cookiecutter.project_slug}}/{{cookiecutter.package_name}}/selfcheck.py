@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 from . import task
-from .rewards import REWARD_FUNCS, check_reward_config
+from .rewards import RewardSettings, build_reward, check_reward_config
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "data" / "sample.jsonl"
@@ -89,8 +89,8 @@ def reward_selfcheck(rows: list[dict]) -> tuple[list[str], int]:
     """Score each row's gold completion; return (problems, rows not checked because a verifier is missing)."""
     completions = [task.gold_completion(row) for row in rows]
     columns = {key: [row.get(key) for row in rows] for key in {k for row in rows for k in row}}
-    scores = REWARD_FUNCS["correctness"](prompts=[row.get("question") for row in rows], completions=completions,
-                                         **columns)
+    correctness = build_reward("correctness", RewardSettings())  # the task's default settings
+    scores = correctness(prompts=[row.get("question") for row in rows], completions=completions, **columns)
     problems = []
     unchecked = 0
     for index, score in enumerate(scores):

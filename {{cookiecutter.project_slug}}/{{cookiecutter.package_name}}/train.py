@@ -13,7 +13,7 @@ from transformers.trainer_utils import get_last_checkpoint
 from trl import GRPOConfig, ModelConfig
 
 from . import config, data, difficulty, distributed, health, memory, model, priming, task, tiny
-from .rewards import build_reward_funcs
+from .rewards import RewardSettings, build_reward_funcs
 
 
 def main(
@@ -29,6 +29,11 @@ def main(
         script_args.dataset_test_split,
         eval_fraction=script_args.eval_fraction,
         seed=training_args.seed,
+    )
+    # Rewards bound to this run's settings (the code task's sandbox starts here: a missing bubblewrap is reported
+    # before priming or loading any weight).
+    reward_funcs = build_reward_funcs(
+        script_args.reward_funcs, RewardSettings(training_args.max_completion_length, task_args)
     )
     if script_args.build_tiny_model:
         with training_args.main_process_first(desc="tiny model"):  # built once, reused by the other ranks
@@ -51,7 +56,6 @@ def main(
                     gradient_checkpointing=training_args.gradient_checkpointing,
                 )
         model_args.model_name_or_path = primed
-    task.setup(task_args)
 
     if int(os.environ.get("RANK", "0")) == 0:  # the estimator's verdict for this GPU, before any weight is loaded
         settings = {**vars(model_args), **training_args.to_dict(), **vars(script_args)}
@@ -72,7 +76,7 @@ def main(
     trainer = trainer_class(
         **pool_kwargs,
         model=policy,
-        reward_funcs=build_reward_funcs(script_args.reward_funcs, training_args.max_completion_length),
+        reward_funcs=reward_funcs,
         args=training_args,
         train_dataset=splits["train"],
         eval_dataset=splits["eval"] if training_args.eval_strategy != "no" else None,

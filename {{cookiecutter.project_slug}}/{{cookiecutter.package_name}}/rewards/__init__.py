@@ -2,8 +2,10 @@
 
 Each reward follows TRL's convention ``f(prompts=..., completions=..., **dataset_columns) -> list[float | None]``,
 returns an *unweighted* score (weights live in the YAML ``reward_weights``) and never raises. ``@register(name)``
-(or ``@per_completion(name)``) in ``common.py`` adds a reward under the name TRL logs (``rewards/<name>/mean``).
-The task's own rewards are in ``task.py``. A name with a dot (``mymodule.my_reward``) is imported instead.
+(or ``@per_completion(name)``) in ``common.py`` adds a reward under the name TRL logs (``rewards/<name>/mean``);
+``@factory(name)`` adds one that is built per run from :class:`RewardSettings` (``length`` is bound to the run's
+``max_completion_length``, the code task's ``correctness`` to a sandbox with the config's settings). The task's
+own rewards are in ``task.py``. A name with a dot (``mymodule.my_reward``) is imported instead.
 """
 
 from __future__ import annotations
@@ -12,9 +14,14 @@ import importlib
 from collections.abc import Sequence
 
 from . import task as task_rewards  # noqa: F401  (registers the task's rewards)
-from .common import FACTORIES, REGISTRY, RewardFunc
+from .common import FACTORIES, REGISTRY, RewardFunc, RewardSettings
 
-REWARD_FUNCS: dict[str, RewardFunc] = REGISTRY
+REWARD_FUNCS: dict[str, RewardFunc] = REGISTRY  # the rewards that need no run settings
+
+
+def reward_names() -> list[str]:
+    """Every name a config's ``reward_funcs`` can use without a dot."""
+    return sorted({*REGISTRY, *FACTORIES})
 
 
 def load_dotted(name: str) -> RewardFunc:
@@ -26,14 +33,15 @@ def load_dotted(name: str) -> RewardFunc:
 def check_reward_config(names: Sequence[str], weights: Sequence[float] | None) -> list[str]:
     """Problems with a config's ``reward_funcs``/``reward_weights``, one line each (train, eval and selfcheck)."""
     problems = []
-    unknown = [name for name in names if name not in REWARD_FUNCS and "." not in name]
-    for name in (n for n in names if n not in REWARD_FUNCS and "." in n):
+    known = reward_names()
+    unknown = [name for name in names if name not in known and "." not in name]
+    for name in (n for n in names if n not in known and "." in n):
         try:
             load_dotted(name)
         except (ImportError, AttributeError, ValueError):
             unknown.append(name)
     if unknown:
-        problems.append(f"unknown reward function(s) {unknown}; known: {sorted(REWARD_FUNCS)}")
+        problems.append(f"unknown reward function(s) {unknown}; known: {known}")
     if weights is not None and len(weights) != len(names):
         problems.append(f"reward_weights has {len(weights)} entries for {len(names)} reward_funcs")
     if not names:
@@ -41,16 +49,19 @@ def check_reward_config(names: Sequence[str], weights: Sequence[float] | None) -
     return problems
 
 
-def build_reward(name: str, max_completion_length: int) -> RewardFunc:
-    """The reward ``name`` for a run: bound to its settings when it has a factory (``length``), else as registered."""
+def build_reward(name: str, settings: RewardSettings) -> RewardFunc:
+    """The reward ``name`` for a run: built from ``settings`` when it has a factory, else as registered."""
     if name in FACTORIES:
-        return FACTORIES[name](max_completion_length)
-    return REWARD_FUNCS[name] if name in REWARD_FUNCS else load_dotted(name)
+        return FACTORIES[name](settings)
+    return REGISTRY[name] if name in REGISTRY else load_dotted(name)
 
 
-def build_reward_funcs(names: Sequence[str], max_completion_length: int) -> list[RewardFunc]:
+def build_reward_funcs(names: Sequence[str], settings: RewardSettings) -> list[RewardFunc]:
     """The config's rewards, in order (open-r1's ``get_reward_funcs``)."""
-    return [build_reward(name, max_completion_length) for name in names]
+    return [build_reward(name, settings) for name in names]
 
 
-__all__ = ["REWARD_FUNCS", "build_reward", "build_reward_funcs", "check_reward_config", "load_dotted"]
+__all__ = [
+    "REWARD_FUNCS", "RewardSettings", "build_reward", "build_reward_funcs", "check_reward_config", "load_dotted",
+    "reward_names",
+]  # fmt: skip

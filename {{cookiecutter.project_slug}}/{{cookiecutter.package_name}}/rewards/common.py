@@ -10,7 +10,7 @@ Shared rewards and ranges:
 
 * ``format`` in [0, 1]: incremental credit for the tags of :data:`FORMAT`, see :func:`format_reward`.
 * ``format_strict`` in {0, 1}: 1 iff the whole completion matches ``FORMAT.strict_pattern()``.
-* ``length`` in [-1, 0]: DAPO soft overlong punishment on token counts, see :func:`length_reward`.
+* ``length`` in [-1, 0]: DAPO soft overlong punishment on token counts, see :class:`LengthReward`.
 * ``repetition`` in [-1, 0]: minus the fraction of repeated word n-grams, see :func:`repetition_reward`.
 
 Time: completions are cut at ``MAX_COMPLETION_CHARS``; every scan here is linear on that (``str.find``/``count``,
@@ -25,6 +25,7 @@ from __future__ import annotations
 import inspect
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from ..answer_format import FORMAT, MAX_COMPLETION_CHARS, AnswerFormat
@@ -33,19 +34,44 @@ RewardFunc = Callable[..., list[float | None]]
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-REGISTRY: dict[str, RewardFunc] = {}  # every reward by name; ``rewards.REWARD_FUNCS`` is this dict
+REGISTRY: dict[str, RewardFunc] = {}  # rewards that need no run settings; ``rewards.REWARD_FUNCS`` is this dict
+
+
+@dataclass(frozen=True)
+class RewardSettings:
+    """What a factory binds its reward to: the run's completion budget and the task's own settings (its
+    ``task.TaskArguments``, parsed from the same config; None means the task's defaults)."""
+
+    max_completion_length: int = 256
+    task: Any = None
+
+
+Factory = Callable[[RewardSettings], RewardFunc]
+FACTORIES: dict[str, Factory] = {}  # rewards built per run from its settings (open-r1's ``get_reward_funcs``)
 
 
 def register(name: str) -> Callable[[F], F]:
     """Decorator: register a reward under ``name``, the name TRL logs it under (``rewards/<name>/mean``)."""
 
     def deco(func: F) -> F:
-        if name in REGISTRY and REGISTRY[name] is not func:
+        if (name in REGISTRY and REGISTRY[name] is not func) or name in FACTORIES:
             raise ValueError(f"two rewards are registered as {name!r}")
         func.__name__ = name
         func.__qualname__ = name
         REGISTRY[name] = func
         return func
+
+    return deco
+
+
+def factory(name: str) -> Callable[[Factory], Factory]:
+    """Decorator: ``make(settings) -> reward`` builds the reward ``name`` for a run (its ``__name__`` is ``name``)."""
+
+    def deco(make: Factory) -> Factory:
+        if name in REGISTRY or (name in FACTORIES and FACTORIES[name] is not make):
+            raise ValueError(f"two rewards are registered as {name!r}")
+        FACTORIES[name] = make
+        return make
 
     return deco
 
@@ -200,13 +226,7 @@ def format_strict_reward(text: str) -> float:
 
 # --------------------------------------------------------------------------------------------------- length
 
-DEFAULT_MAX_COMPLETION_LENGTH = 256
-DEFAULT_LENGTH_BUFFER = 64
-
-
-def length_penalty(
-    n_tokens: int, max_len: int = DEFAULT_MAX_COMPLETION_LENGTH, buffer: int = DEFAULT_LENGTH_BUFFER
-) -> float:
+def length_penalty(n_tokens: int, max_len: int, buffer: int) -> float:
     """DAPO soft overlong punishment: 0 up to ``max_len - buffer`` tokens, then linear down to -1 at ``max_len``."""
     start = max_len - buffer
     if n_tokens <= start:
@@ -248,8 +268,10 @@ class LengthReward:
         return out
 
 
-length_reward = register("length")(LengthReward(DEFAULT_MAX_COMPLETION_LENGTH, DEFAULT_LENGTH_BUFFER))
-FACTORIES: dict[str, Callable[..., RewardFunc]] = {"length": LengthReward}  # rewards bound to run settings
+@factory("length")
+def length_for_run(settings: RewardSettings) -> LengthReward:
+    """``length`` bound to the run's ``max_completion_length`` (buffer: a quarter of it)."""
+    return LengthReward(settings.max_completion_length)
 
 
 # ----------------------------------------------------------------------------------------------- repetition
@@ -283,12 +305,16 @@ def _safe_len(completions: object) -> int:
 
 
 __all__ = [
+    "FACTORIES",
+    "RewardSettings",
     "column",
     "completion_text",
     "completion_texts",
     "LengthReward",
     "REGISTRY",
     "format_score",
+    "factory",
+    "length_for_run",
     "length_penalty",
     "per_completion",
     "register",

@@ -29,23 +29,51 @@ def _isolation() -> str:
     return "unsafe-rlimit-only"
 
 
+BUILT: dict[str, object] = {}  # the module's correctness reward, bound to its own sandbox by the fixture
+
+
 @pytest.fixture(autouse=True, scope="module")
 def _sandbox():
-    box = code_task.use_sandbox_config(
-        sandbox.SandboxConfig(isolation=_isolation(), timeout_s=1.5, memory_mb=256, workers=2)
-    )
+    box = sandbox.Sandbox(sandbox.SandboxConfig(isolation=_isolation(), timeout_s=1.5, memory_mb=256, workers=2))
+    BUILT["correctness"] = code_task.make_correctness(box)
     yield box
     box.close()
 
 
+def correctness_reward(**kwargs) -> list[float | None]:
+    return BUILT["correctness"](**kwargs)
+
+
 def score(completions: list, tests: list | None = None, **kw) -> list[float | None]:
     n = len(completions)
-    return code_task.correctness_reward(prompts=["p"] * n, completions=completions, tests=[tests or TESTS] * n, **kw)
+    return correctness_reward(prompts=["p"] * n, completions=completions, tests=[tests or TESTS] * n, **kw)
 
 
 def test_registry_names() -> None:
-    for name in ("correctness", "syntax"):
-        assert rewards.REWARD_FUNCS[name].__name__ == name
+    assert rewards.REWARD_FUNCS["syntax"].__name__ == "syntax"
+    assert "correctness" in rewards.reward_names() and "correctness" not in rewards.REWARD_FUNCS  # built per run
+    assert BUILT["correctness"].__name__ == "correctness"
+
+
+def test_each_run_gets_a_sandbox_with_its_own_settings() -> None:
+    """The factory binds the config's sandbox_* settings; two runs share no sandbox and no setting."""
+    task = mod("task")
+    built = []
+    for timeout, memory in ((1.25, 200), (2.5, 300)):
+        settings = rewards.RewardSettings(
+            64, task.TaskArguments(sandbox_isolation=_isolation(), sandbox_timeout_s=timeout, sandbox_memory_mb=memory)
+        )
+        built.append(rewards.build_reward("correctness", settings))
+    try:
+        first, second = built
+        assert first.sandbox is not second.sandbox
+        assert (first.sandbox.config.timeout_s, first.sandbox.config.memory_mb) == (1.25, 200)
+        assert (second.sandbox.config.timeout_s, second.sandbox.config.memory_mb) == (2.5, 300)
+        right = wrap("def add(a, b):\n    return a + b")
+        assert first(completions=[right], tests=[TESTS]) == second(completions=[right], tests=[TESTS]) == [1.0]
+    finally:
+        for reward in built:
+            reward.close()
 
 
 def test_factory_binds_its_own_sandbox(_sandbox) -> None:
@@ -132,14 +160,14 @@ def test_hacks_get_nothing() -> None:
 def test_contract_edges() -> None:
     right = wrap("def add(a, b):\n    return a + b")
     # Unknown kwargs are accepted; missing tests score 0; lengths always match.
-    assert code_task.correctness_reward(completions=[right], completion_ids=[[1, 2]], trainer_state=None) == [0.0]
-    assert code_task.correctness_reward(completions=[]) == []
-    assert code_task.correctness_reward(completions=None) == []
+    assert correctness_reward(completions=[right], completion_ids=[[1, 2]], trainer_state=None) == [0.0]
+    assert correctness_reward(completions=[]) == []
+    assert correctness_reward(completions=None) == []
     assert code_task.syntax_reward(completions=None) == []
     # A CSV-style JSON string of tests, and an entry point the code does not define.
-    assert code_task.correctness_reward(completions=[right], tests=[json.dumps(TESTS)]) == [1.0]
-    assert code_task.correctness_reward(completions=[right], tests=[TESTS], entry_point=["subtract"]) == [0.0]
-    assert code_task.correctness_reward(completions=[right], tests=[TESTS], entry_point=["add"]) == [1.0]
+    assert correctness_reward(completions=[right], tests=[json.dumps(TESTS)]) == [1.0]
+    assert correctness_reward(completions=[right], tests=[TESTS], entry_point=["subtract"]) == [0.0]
+    assert correctness_reward(completions=[right], tests=[TESTS], entry_point=["add"]) == [1.0]
 
 
 def test_sample_gold_solutions_score_one() -> None:
@@ -150,7 +178,7 @@ def test_sample_gold_solutions_score_one() -> None:
         assert 2 <= len(row["tests"]) <= 4 and len(row["question"].split()) < 50
         assert row["entry_point"] in row["question"]
     completions = [wrap(row["solution"]) for row in rows]
-    scores = code_task.correctness_reward(
+    scores = correctness_reward(
         completions=completions, tests=[r["tests"] for r in rows], entry_point=[r["entry_point"] for r in rows]
     )
     assert scores == [1.0] * len(rows)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from dataclasses import dataclass, field
 
 from . import sandbox
@@ -40,17 +39,12 @@ class TaskArguments:
 ERRORS: tuple[type[BaseException], ...] = (sandbox.SandboxUnavailable,)  # end a run with one line
 
 
-def setup(args: TaskArguments) -> None:
-    """Point the ``correctness`` reward at a sandbox with these settings and start its workers: without bubblewrap
-    (and no explicit unsafe mode) this refuses now, before any weight is loaded."""
-    from .rewards import task as rewards
-
-    box = rewards.use_sandbox_config(
-        sandbox.SandboxConfig(
-            isolation=args.sandbox_isolation, timeout_s=args.sandbox_timeout_s, memory_mb=args.sandbox_memory_mb
-        )
+def sandbox_config(args: TaskArguments | None) -> sandbox.SandboxConfig:
+    """The sandbox settings of a config (the defaults when ``args`` is None)."""
+    args = args or TaskArguments()
+    return sandbox.SandboxConfig(
+        isolation=args.sandbox_isolation, timeout_s=args.sandbox_timeout_s, memory_mb=args.sandbox_memory_mb
     )
-    print(f"code sandbox: {box.start()} isolation", file=sys.stderr)
 
 
 _DEF = re.compile(r"^\s*def\s+([A-Za-z_]\w*)\s*\(", re.MULTILINE)

@@ -31,9 +31,6 @@ class TaskArguments:
 ERRORS: tuple[type[BaseException], ...] = ()  # errors that end a run with one line (besides bad data or config)
 
 
-def setup(args: TaskArguments) -> None:
-    """Start what the task's rewards need before training or evaluation; nothing for this task."""
-
 
 def normalize(row: dict) -> dict:
     """Local rows already follow the contract."""

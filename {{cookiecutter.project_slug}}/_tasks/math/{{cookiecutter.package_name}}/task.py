@@ -28,9 +28,6 @@ class TaskArguments:
 ERRORS: tuple[type[BaseException], ...] = ()  # errors that end a run with one line (besides bad data or config)
 
 
-def setup(args: TaskArguments) -> None:
-    """Start what the task's rewards need before training or evaluation; nothing for this task."""
-
 _CALCULATOR = re.compile(r"<<[^>]*>>")  # GSM8K's calculator annotations, e.g. "<<48/2=24>>"
 
 

@@ -3,8 +3,9 @@
 * ``correctness`` in [0, 1]: the fraction of the row's test snippets that passed. The tests run outside the
   model's process and call the solution's functions in the sandbox with plain data (see :mod:`..sandbox`), so
   nothing the code does to its own interpreter, exit code or output earns credit. No code, or no tests in the
-  row, scores 0.0. All completions of a batch run as one sandbox batch, in parallel. Build it with
-  :func:`make_correctness` from a :class:`..sandbox.Sandbox`.
+  row, scores 0.0. All completions of a batch run as one sandbox batch, in parallel. Each run builds its own
+  from the config's sandbox settings (:func:`correctness_for_run`); :func:`make_correctness` binds one to a
+  :class:`..sandbox.Sandbox` you own.
 * ``syntax`` in {0, 1}: 1.0 iff the extracted code parses with :mod:`ast` (cheap partial credit, no execution).
 
 Code extraction (:func:`extract_code`): the last fenced block (```python, ```python3, ```py, ```py3 or a bare
@@ -13,19 +14,22 @@ answer-block text. A leading byte-order mark is ignored, and a final fence left 
 
 Columns used: ``tests`` (list of snippets) and optionally ``entry_point`` (function name; when given and the code
 defines no such name, the tests fail on their own, so it is only used for an early, cheap 0.0). Stdlib only at
-module level; the sandbox starts its worker processes lazily, on the first ``correctness`` call.
+module level; the sandbox starts its workers when the run builds the reward, so a missing bubblewrap is reported
+before any weight is loaded.
 """
 
 from __future__ import annotations
 
 import ast
 import re
+import sys
 from typing import Any
 
 from .. import sandbox
+from .. import task as code_task
 from ..answer_format import extract_answer
-from ..sandbox import Sandbox, SandboxConfig, SandboxUnavailable
-from .common import column, completion_text, register
+from ..sandbox import Sandbox, SandboxUnavailable
+from .common import RewardSettings, column, completion_text, factory, register
 
 # ```python / ```python3 / ```py / ```py3 / ``` fences; the closing fence (or the end of the text, for a last fence
 # left open) must start a line. The body is captured lazily.
@@ -132,37 +136,23 @@ class Correctness:
         return scores
 
 
+    def close(self) -> None:
+        """Stop the sandbox's workers."""
+        self.sandbox.close()
+
+
 def make_correctness(box: Sandbox) -> Correctness:
     """The ``correctness`` reward running its code in ``box`` (the caller owns it and closes it)."""
     return Correctness(box)
 
 
-class _DefaultCorrectness(Correctness):
-    """The registry's ``correctness``: a sandbox built on first use from :func:`use_sandbox_config`'s settings."""
-
-    def __init__(self) -> None:
-        self.config = SandboxConfig()
-        self._box: Sandbox | None = None
-
-    @property
-    def sandbox(self) -> Sandbox:  # type: ignore[override]
-        if self._box is None:
-            self._box = Sandbox(self.config)
-        return self._box
-
-    def use(self, config: SandboxConfig) -> Sandbox:
-        if self._box is not None:
-            self._box.close()
-        self.config, self._box = config, None
-        return self.sandbox
-
-
-correctness_reward = register("correctness")(_DefaultCorrectness())
-
-
-def use_sandbox_config(config: SandboxConfig) -> Sandbox:
-    """Point the registry's ``correctness`` at a sandbox with these settings (closing the previous one)."""
-    return correctness_reward.use(config)
+@factory("correctness")
+def correctness_for_run(settings: RewardSettings) -> Correctness:
+    """``correctness`` for one run: a sandbox with the config's ``sandbox_*`` settings, started now (without
+    bubblewrap, and no explicit unsafe mode, this refuses here with one line)."""
+    box = Sandbox(code_task.sandbox_config(settings.task))
+    print(f"code sandbox: {box.start()} isolation", file=sys.stderr)
+    return Correctness(box)
 
 
 @register("syntax")
@@ -179,6 +169,5 @@ def syntax_reward(prompts: object = None, completions: object = None, **kwargs: 
 
 
 __all__ = [
-    "Correctness", "correctness_reward", "extract_code", "make_correctness", "parses", "syntax_reward",
-    "use_sandbox_config",
+    "Correctness", "correctness_for_run", "extract_code", "make_correctness", "parses", "syntax_reward",
 ]  # fmt: skip
