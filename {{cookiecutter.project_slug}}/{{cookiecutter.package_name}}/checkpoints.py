@@ -130,8 +130,11 @@ def problem(folder: str | Path, save_only_model: bool = False) -> str | None:
         return f"{TRAINER_STATE} is cut short or unreadable"
     names = {p.name for p in folder.iterdir()}
     if "latest" in names:  # DeepSpeed: weights and optimizer live in the tag folder that `latest` names
-        tag = (folder / "latest").read_text(encoding="utf-8").strip()
-        return None if (folder / tag).is_dir() else f"DeepSpeed's latest names {tag}, which is missing"
+        try:
+            tag = (folder / "latest").read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError):
+            return "DeepSpeed's latest file is unreadable"
+        return None if tag and (folder / tag).is_dir() else f"DeepSpeed's latest names {tag!r}, which is missing"
     fsdp = any(name.startswith("pytorch_model_fsdp") for name in names)
     adapters = any((p / "adapter_config.json").is_file() for p in folder.iterdir() if p.is_dir())
     if not (saved_model_files(folder) or fsdp or adapters):
