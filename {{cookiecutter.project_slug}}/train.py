@@ -6,7 +6,8 @@
     python train.py --config configs/24gb.yaml --learning_rate 5e-6 --max_steps 200   # CLI overrides win
 
 Every hyperparameter lives in the YAML config: GRPOConfig fields, TRL's ModelConfig fields, the script arguments
-and the task's own settings. Training resumes from the last checkpoint in ``output_dir`` when there is one.
+and the task's own settings. Training resumes from the last complete checkpoint in ``output_dir`` when there is
+one; a rerun of a finished run says so and does nothing.
 """
 
 import importlib

@@ -21,6 +21,7 @@ def smoke_run(tmp_path_factory) -> Path:
         )
         assert done.returncode == 0, done.stderr[-3000:]
         assert (out / f"checkpoint-{STEPS}" / "trainer_state.json").is_file()
+        (out.parent / "train.stderr").write_text(done.stderr)  # for the warning checks (test_checkpoints.py)
         _runs["run"] = out
     return _runs["run"]
 

@@ -1,5 +1,6 @@
 """Launch-dependent refusals and the verified final save (no GPU needed: the launch is read from the environment)."""
 
+import json
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -85,6 +86,10 @@ def test_priming_already_done_is_reused_under_several_processes(tmp_path):
     primed = tmp_path / "run" / "format-primed"
     primed.mkdir(parents=True)
     (primed / "config.json").write_text("{}")
+    with pytest.raises(ValueError, match="format priming cannot run"):  # a config alone is no primed model
+        distributed.check_launch(script, training, model, ZERO3)
+    for name in ("tokenizer_config.json", "model.safetensors"):
+        (primed / name).write_text("{}")
     distributed.check_launch(script, training, model, ZERO3)
 
 
@@ -153,5 +158,9 @@ def test_final_save_on_other_ranks_checks_nothing(tmp_path):
 def test_saved_model_files(tmp_path):
     assert distributed.saved_model_files(tmp_path) == []
     (tmp_path / "adapter_model.safetensors").write_bytes(b"x")
-    (tmp_path / "model.safetensors.index.json").write_text("{}")
+    shards = {"a": "model-00001-of-00002.safetensors", "b": "model-00002-of-00002.safetensors"}
+    (tmp_path / "model.safetensors.index.json").write_text(json.dumps({"weight_map": shards}))
+    (tmp_path / shards["a"]).write_bytes(b"x")
+    assert distributed.saved_model_files(tmp_path) == []  # an index whose shards are not all there: cut short
+    (tmp_path / shards["b"]).write_bytes(b"x")
     assert distributed.saved_model_files(tmp_path) == ["adapter_model.safetensors", "model.safetensors.index.json"]

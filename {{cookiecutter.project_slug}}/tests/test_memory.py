@@ -228,13 +228,17 @@ def test_full_fine_tune_of_8b_on_24gb_gets_advice():
 def test_advice_names_knobs_that_make_an_oversized_batch_fit():
     config = {**memory.load_config(ROOT / "configs" / "8gb.yaml"), "model_name_or_path": "Qwen/Qwen2.5-1.5B-Instruct",
               "per_device_train_batch_size": 64, "num_generations": 8, "gradient_accumulation_steps": 1,
-              "max_completion_length": 2048, "gradient_checkpointing": False}
+              "max_completion_length": 2048, "activation_checkpointing": False}
     est = memory.estimate(config, 8)
     assert est.fits is False
     lines = memory.advice(est, config)
     assert "activations" in lines[0]
-    assert any("gradient_checkpointing: true" in line for line in lines)
+    assert any("activation_checkpointing: true" in line for line in lines)
     assert any("per_device_train_batch_size 64 -> 32" in line for line in lines)
+    # The older name (the Unsloth stack's transformers) is read and advised the same way.
+    older = {k: v for k, v in config.items() if k != "activation_checkpointing"} | {"gradient_checkpointing": False}
+    assert memory.estimate(older, 8).activations == est.activations
+    assert any("gradient_checkpointing: true" in line for line in memory.advice(memory.estimate(older, 8), older))
 
 
 def test_vllm_fraction_too_small_to_start():

@@ -13,16 +13,9 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from .checkpoints import WEIGHT_FILES, is_model_dir, saved_model_files
+
 TRUE = {"1", "true", "yes", "on"}
-# Files from_pretrained can load: full weights (single file or sharded with an index) or a PEFT adapter.
-WEIGHT_FILES = (
-    "model.safetensors",
-    "model.safetensors.index.json",
-    "pytorch_model.bin",
-    "pytorch_model.bin.index.json",
-    "adapter_model.safetensors",
-    "adapter_model.bin",
-)
 
 
 class SaveError(RuntimeError):
@@ -118,7 +111,7 @@ def check_priming_launch(script_args, training_args, launch: LaunchEnv, package:
     never join: a hang). Refuse unless the primed model is already there."""
     if getattr(script_args, "format_priming_steps", 0) <= 0:
         return
-    if (primed_dir(training_args) / "config.json").is_file():
+    if is_model_dir(primed_dir(training_args)):
         return
     if launch.multi_process or (launch.deepspeed and launch.zero_stage in (3, None)):
         why = f"{launch.world_size} processes" if launch.multi_process else "DeepSpeed ZeRO-3"
@@ -148,12 +141,6 @@ def device_map(launch: LaunchEnv, backend: str, quantized: bool = False):
     if backend == "unsloth":
         return "default" if launch.deepspeed and launch.zero_stage == 3 else {"": launch.local_rank}
     return {"": launch.local_rank} if quantized and not launch.deepspeed and not launch.fsdp else None
-
-
-def saved_model_files(directory: str | Path) -> list[str]:
-    """The loadable weight files in ``directory`` (empty when there are none)."""
-    path = Path(directory)
-    return sorted(name for name in WEIGHT_FILES if (path / name).is_file())
 
 
 def save_final_model(trainer, output_dir: str | Path) -> list[str]:

@@ -119,6 +119,19 @@ def _flag(config: dict[str, Any], key: str, default: bool) -> bool:
     return bool(value)
 
 
+CHECKPOINTING_KEYS = ("activation_checkpointing", "gradient_checkpointing")  # transformers >= 5.2x, its old name
+
+
+def checkpointing_key(config: dict[str, Any]) -> str:
+    """The activation-checkpointing field the config sets (``gradient_checkpointing`` on older transformers)."""
+    return next((key for key in CHECKPOINTING_KEYS if config.get(key) is not None), CHECKPOINTING_KEYS[0])
+
+
+def checkpointing(config: dict[str, Any]) -> bool:
+    """Whether activations are checkpointed (TRL's default: on)."""
+    return _flag(config, checkpointing_key(config), True)
+
+
 def _targets(value: Any) -> list[str]:
     if value is None or value == []:
         return list(PEFT_DEFAULT_TARGETS)
@@ -270,12 +283,12 @@ def estimate(
 
     # A: activations of the training micro-batch. With gradient checkpointing: every layer's input, plus the one
     # layer being recomputed during the backward (its full working set for the whole micro-batch).
-    checkpointing = _flag(config, "gradient_checkpointing", True)
+    checkpointed = checkpointing(config)
     tokens_all = batch * seq
     dropout = float(config.get("lora_dropout", 0.05) or 0.0) if peft else 0.0
     fp32_adapters = not quantized and not (stage == 3 and peft)  # TRL: bf16 adapters for QLoRA and ZeRO-3
     layer_set = layer_working_set(arch, act_bytes, targets, dropout, lora_r, fp32_adapters)
-    if checkpointing:
+    if checkpointed:
         activations = tokens_all * arch.layers * arch.hidden * act_bytes
         activations += recompute_working_set(arch, tokens_all, act_bytes, targets, dropout, lora_r, fp32_adapters)
     else:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from .checkpoints import atomic_file, write_text
 from .eval_metrics import HEADLINE
 from .eval_settings import EvalError
 
@@ -51,9 +52,9 @@ def render_markdown(report: dict) -> str:
 
 def write_reports(out_dir: Path, report: dict, rows: list[dict], samples, scores) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "report.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-    (out_dir / "report.md").write_text(render_markdown(report), encoding="utf-8")
-    with (out_dir / "samples.jsonl").open("w", encoding="utf-8") as handle:
+    write_text(out_dir / "report.json", json.dumps(report, indent=2) + "\n")
+    write_text(out_dir / "report.md", render_markdown(report))
+    with atomic_file(out_dir / "samples.jsonl") as handle:
         position = 0
         for row, group in zip(rows, samples, strict=True):
             for sample in group:

@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 
 from . import evaluate
+from .checkpoints import atomic_file, write_text
 from .rewards import RewardFunc, build_reward, reward_names
 
 PASS = 1.0  # a completion passes when its correctness is 1.0 (for code: every test passed), as eval.py counts it
@@ -173,7 +174,8 @@ def plot_histogram(path: Path, results: list[dict], low: float, high: float, tit
     ax.set_title(title, fontsize=9)
     ax.legend(loc="upper center")
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    with atomic_file(path, "wb") as handle:
+        fig.savefig(handle, dpi=100, format="png")
     plt.close(fig)
 
 
@@ -269,13 +271,10 @@ def run(args: argparse.Namespace, log=print) -> dict:
     cache = read_cache(paths["cache"])
     results = [cache[key_of(row)] for row in rows]
     kept = [(row, r) for row, r in zip(rows, results, strict=True) if keep(r["pass_rate"], args.low, args.high)]
-    paths["data"].parent.mkdir(parents=True, exist_ok=True)
-    partial = Path(f"{paths['data']}.partial")
-    with partial.open("w", encoding="utf-8") as handle:
+    with atomic_file(paths["data"]) as handle:  # never a half-written dataset under the final name
         for row, result in kept:
             record = {**row_columns(row), "pass_rate": result["pass_rate"]}
             handle.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
-    partial.replace(paths["data"])  # never a half-written dataset under the final name
 
     summary = {
         **summarize(results, settings.num_samples, args.low, args.high),
@@ -294,7 +293,7 @@ def run(args: argparse.Namespace, log=print) -> dict:
                              if settings.get(k) not in (None, "train", "test")],
         "cache": str(paths["cache"]),
     }
-    paths["report"].write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    write_text(paths["report"], json.dumps(summary, indent=2) + "\n")
     title = f"{Path(settings.config).name}: {summary['prompts']} prompts x {settings.num_samples} samples"
     plot_histogram(paths["plot"], results, args.low, args.high, title)
     summary["report"], summary["plot"] = str(paths["report"]), str(paths["plot"])

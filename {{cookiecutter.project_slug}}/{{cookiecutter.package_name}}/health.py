@@ -33,6 +33,8 @@ from pathlib import Path
 
 from transformers import TrainerCallback
 
+from .checkpoints import write_text
+
 logger = logging.getLogger(__name__)
 
 SIGNAL_KEY = "rewards/correctness/mean"
@@ -210,9 +212,7 @@ class HealthMonitor(TrainerCallback):
 
 def write(result: dict, output_dir: str | Path) -> Path:
     path = Path(output_dir) / "health.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(result, indent=2, allow_nan=False, default=str) + "\n", encoding="utf-8")
-    return path
+    return write_text(path, json.dumps(result, indent=2, allow_nan=False, default=str) + "\n")
 
 
 def monitor_from_args(script_args, beta: float) -> HealthMonitor | None:

@@ -31,10 +31,13 @@ from .archs import (  # noqa: F401 - re-exported: the public names of the estima
     resolve_arch,
 )
 from .estimator import (  # noqa: F401
+    CHECKPOINTING_KEYS,
     GIB,
     HEADROOM,
     Estimate,
     _flag,
+    checkpointing,
+    checkpointing_key,
     estimate,
     vllm_kv_gib,
     vllm_max_len,
@@ -59,8 +62,8 @@ def _knobs(config: dict[str, Any], est: Estimate) -> list[tuple[str, dict[str, A
     if not _flag(config, "use_peft", False):
         knobs.append(("use_peft: true (LoRA) instead of full fine-tuning", {"use_peft": True, "lora_r": 32,
                                                                              "lora_target_modules": "all-linear"}))
-    if not _flag(config, "gradient_checkpointing", True):
-        knobs.append(("gradient_checkpointing: true", {"gradient_checkpointing": True}))
+    if not checkpointing(config):
+        knobs.append((f"{checkpointing_key(config)}: true", {key: True for key in CHECKPOINTING_KEYS}))
     if batch > 1:
         knobs.append((f"per_device_train_batch_size {batch} -> {batch // 2} with gradient_accumulation_steps "
                       f"{accumulation} -> {accumulation * 2} (same batch)",
@@ -119,7 +122,7 @@ def advice(est: Estimate, config: dict[str, Any] | None = None, model_config: di
     generic = {
         "weights": "load_in_4bit: true, a smaller model, or ZeRO-3 over more GPUs",
         "trainable": "use_peft: true, a lower lora_r, or optim: adamw_8bit",
-        "activations": "gradient_checkpointing: true, a lower per_device_train_batch_size (raise "
+        "activations": "activation_checkpointing: true, a lower per_device_train_batch_size (raise "
                        "gradient_accumulation_steps to keep the batch) or a shorter max_completion_length",
         "logits": "a lower per_device_train_batch_size or max_completion_length",
         "reference": "beta: 0.0, or use_peft: true (the reference is then the base model, free)",

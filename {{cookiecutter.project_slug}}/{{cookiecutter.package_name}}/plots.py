@@ -27,6 +27,8 @@ import re
 import sys
 from pathlib import Path
 
+from .checkpoints import atomic_file
+
 
 class PlotError(ValueError):
     """Bad plot input; its message is one line that says what to fix."""
@@ -177,8 +179,8 @@ def plot(history: list[dict], output: Path, title: str = "", warnings: list[tupl
     if title or note:
         fig.suptitle("\n".join(t for t in (title, note) if t), fontsize=11)
     fig.tight_layout()
-    output.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(output, dpi=100, format="png", bbox_inches="tight")
+    with atomic_file(output, "wb") as handle:
+        fig.savefig(handle, dpi=100, format="png", bbox_inches="tight")
     plt.close(fig)
     return output
 

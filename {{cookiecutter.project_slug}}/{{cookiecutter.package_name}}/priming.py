@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 from . import task
+from .checkpoints import atomic_dir, is_model_dir
 from .data import build_prompt
 
 
@@ -64,8 +65,8 @@ def prime(
     model = AutoModelForCausalLM.from_pretrained(
         model_path, dtype=torch_dtype, revision=revision, trust_remote_code=trust_remote_code
     ).to(device)
-    if gradient_checkpointing:
-        model.gradient_checkpointing_enable()
+    if gradient_checkpointing:  # activation_checkpointing_enable on transformers >= 5.2x, the old name before
+        getattr(model, "activation_checkpointing_enable", None) or model.gradient_checkpointing_enable()
     model.train()
     log(f"format priming {steps} steps on {device.type} in {next(model.parameters()).dtype}")
     examples = [encode(tokenizer, row, system_prompt) for row in rows]
@@ -84,9 +85,9 @@ def prime(
         optimizer.zero_grad()
         if step == 0 or (step + 1) % 10 == 0 or step + 1 == steps:
             log(f"format priming step {step + 1}/{steps}: loss {loss.item():.3f}")
-    out.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(out)
-    tokenizer.save_pretrained(out)
+    with atomic_dir(out) as partial:  # a kill mid-save leaves <out>.partial, never a half-written <out>
+        model.save_pretrained(partial)
+        tokenizer.save_pretrained(partial)
     return out
 
 
@@ -136,7 +137,7 @@ def prime_from_config(settings: dict, out_dir: str | Path | None = None, steps: 
         log=log,
         dtype=settings.get("dtype"),
         use_cpu=bool(settings.get("use_cpu", False)),
-        gradient_checkpointing=bool(settings.get("gradient_checkpointing", False)),
+        gradient_checkpointing=bool(settings.get("activation_checkpointing", settings.get("gradient_checkpointing"))),
         revision=settings.get("model_revision"),
         trust_remote_code=bool(settings.get("trust_remote_code", False)),
     )
@@ -163,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
             if getattr(args, key):
                 settings[key] = getattr(args, key)
         out = Path(args.out) if args.out else Path(settings.get("output_dir") or "outputs") / "format-primed"
-        if (out / "config.json").is_file() and not args.force:
+        if is_model_dir(out) and not args.force:
             print(f"{out} already holds a primed model (pass --force to prime again)")
             return 0
         primed = prime_from_config(settings, out, args.steps)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from . import task
 from .answer_format import FORMAT
+from .checkpoints import atomic_dir, is_model_dir
 
 CHAT_TEMPLATE = Path(__file__).with_name("chat_template.jinja")
 SPECIAL_TOKENS = ["<pad>", "<|im_start|>", "<|im_end|>", "<unk>"]
@@ -58,7 +59,7 @@ def build_tiny_model(
 ) -> Path:
     """Build (or reuse, if ``out_dir`` already holds one) the tiny model and tokenizer; returns ``out_dir``."""
     out = Path(out_dir)
-    if (out / "config.json").is_file() and (out / "tokenizer.json").is_file():
+    if is_model_dir(out) and (out / "tokenizer.json").is_file():
         return out
 
     import torch
@@ -93,7 +94,7 @@ def build_tiny_model(
         num_attention_heads=4,
         num_key_value_heads=2,
         max_position_embeddings=2048,
-        tie_word_embeddings=True,
+        tie_word_embeddings=False,  # tied, every resume would warn of missing keys (lm_head.weight is not saved)
         bos_token_id=None,
         eos_token_id=tokenizer.eos_token_id,
         pad_token_id=tokenizer.pad_token_id,
@@ -101,7 +102,7 @@ def build_tiny_model(
     model = LlamaForCausalLM(config)
     model.generation_config.eos_token_id = tokenizer.eos_token_id
     model.generation_config.pad_token_id = tokenizer.pad_token_id
-    out.mkdir(parents=True, exist_ok=True)
-    tokenizer.save_pretrained(out)
-    model.save_pretrained(out)
+    with atomic_dir(out) as partial:  # never a half-written model under the final name
+        tokenizer.save_pretrained(partial)
+        model.save_pretrained(partial)
     return out

@@ -9,10 +9,9 @@ from __future__ import annotations
 import os
 import sys
 
-from transformers.trainer_utils import get_last_checkpoint
 from trl import GRPOConfig, ModelConfig
 
-from . import config, data, difficulty, distributed, health, memory, model, priming, task, tiny
+from . import checkpoints, config, data, difficulty, distributed, health, memory, model, priming, task, tiny
 from .rewards import RewardSettings, build_reward_funcs
 
 
@@ -22,6 +21,9 @@ def main(
     model_args: ModelConfig,
     task_args: task.TaskArguments,
 ) -> None:
+    checkpoint = checkpoints.resume_point(training_args, script_args.auto_resume)  # before any expensive step
+    if checkpoint and finished(checkpoint, training_args):
+        return
     train_split, eval_split = data.load_splits(
         script_args.dataset_name,
         script_args.dataset_config,
@@ -42,7 +44,7 @@ def main(
         primed = os.path.join(training_args.output_dir, "format-primed")
         # The main process primes (only it may save under torch.distributed); the others wait, then reuse it.
         with training_args.main_process_first(desc="format priming"):
-            if not os.path.isfile(os.path.join(primed, "config.json")):
+            if not checkpoints.is_model_dir(primed):  # saved atomically: there whole, or not at all
                 priming.prime(
                     model_args.model_name_or_path,
                     primed,
@@ -86,14 +88,29 @@ def main(
     if (monitor := health.monitor_from_args(script_args, training_args.beta)) is not None:
         trainer.add_callback(monitor)  # warnings while training, health.json at the end (see health.py)
 
-    checkpoint = training_args.resume_from_checkpoint
-    if checkpoint is None and script_args.auto_resume and os.path.isdir(training_args.output_dir):
-        checkpoint = get_last_checkpoint(training_args.output_dir)
     if checkpoint:
         trainer.accelerator.print(f"resuming from {checkpoint}")
     trainer.train(resume_from_checkpoint=checkpoint)
     print(f"rank {trainer.accelerator.process_index}: finished at step {trainer.state.global_step}", flush=True)
     distributed.save_final_model(trainer, training_args.output_dir)  # checks the weights are on disk
+
+
+def finished(checkpoint: str, training_args: GRPOConfig) -> bool:
+    """True (and says so) when ``checkpoint`` already reached max_steps: a rerun of a finished run does nothing.
+    A run killed between its last checkpoint and its final save gets the final model copied from it."""
+    step = checkpoints.finished_step(checkpoint, training_args.max_steps, training_args.num_train_epochs)
+    if step is None:
+        return False
+    if int(os.environ.get("RANK", "0")) == 0:
+        out = training_args.output_dir
+        if not checkpoints.saved_model_files(out) and checkpoints.restore_final_model(checkpoint, out):
+            print(f"the final model save was interrupted: copied the model of {checkpoint} to {out}")
+        end = ("= max_steps" if training_args.max_steps > 0
+               else f"(the end of num_train_epochs {training_args.num_train_epochs:g})")
+        print(f"{out} finished at step {step} {end}: nothing to do. To train on from "
+              f"{os.path.basename(checkpoint)} raise --max_steps; to start over pass --auto_resume false "
+              "or another --output_dir", flush=True)
+    return True
 
 
 def one_line(error: BaseException) -> str:
@@ -111,5 +128,5 @@ def cli(argv: list[str]) -> None:
         sys.exit(one_line(error))
     try:
         main(script_args, training_args, model_args, task_args)
-    except (data.DataError, distributed.SaveError, *task.ERRORS) as error:
+    except (data.DataError, distributed.SaveError, checkpoints.CheckpointError, *task.ERRORS) as error:
         sys.exit(one_line(error))
