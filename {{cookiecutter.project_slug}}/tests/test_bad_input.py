@@ -111,7 +111,7 @@ DATA_CASES = {
                         ["line 4", "not valid JSON"]),
     "binary file": ({"raw": bytes(range(256)) * 8}, ["not UTF-8", "JSONL"]),
     "a JSON list per line": ({"raw": b"[1, 2]\n[3]\n"}, ["line 1", "not an object"]),
-    "fake parquet": ({"raw": b"this is not parquet", "suffix": ".parquet"}, ["cannot be read as parquet", "rows.parquet"]),
+    "fake parquet": ({"raw": b"not parquet", "suffix": ".parquet"}, ["cannot be read as parquet", "rows.parquet"]),
     "missing column": ({"rows": [{"other": 1}, {"other": 2}]}, ["lacks column", task.REQUIRED_COLUMNS[0]]),
     "missing file": ({"settings": {"dataset_name": "data/no-such.jsonl"}}, ["no-such.jsonl", "does not exist"]),
 }
