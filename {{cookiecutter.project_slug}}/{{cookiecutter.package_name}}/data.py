@@ -70,13 +70,20 @@ def read_jsonl_lines(path: Path) -> list[dict]:
     return rows
 
 
+def jsonl_problem(path: Path) -> str | None:
+    """The row contract checked on a JSON-lines file's rows as written (datasets turns a column of mixed types into
+    decoded JSON, which would blame the wrong rows); None for other formats or when every row is fine."""
+    if path.suffix == ".jsonl" or (path.suffix == ".json" and not path.read_bytes().lstrip().startswith(b"[")):
+        rows = read_jsonl_lines(path)
+        return contract.check_rows((task.normalize(row) for row in rows), task.COLUMNS, str(path))
+    return None
+
+
 def unreadable(path: Path, error: BaseException) -> DataError:
     """Why a local file did not load, as precisely as the file allows: a JSONL file's first bad line or row."""
-    if path.suffix == ".jsonl" or (path.suffix == ".json" and not path.read_bytes().lstrip().startswith(b"[")):
-        rows = read_jsonl_lines(path)  # raises for the first bad line
-        problem = contract.check_rows((task.normalize(row) for row in rows), task.COLUMNS, str(path))
-        if problem:
-            return DataError(problem)
+    problem = jsonl_problem(path)  # raises for the first line that is not JSON
+    if problem:
+        return DataError(problem)
     text = (str(error).strip().splitlines() or [type(error).__name__])[0]
     cause = error.__cause__ or error.__context__
     if cause is not None and str(cause).strip():
@@ -130,7 +137,10 @@ def load_raw(name: str, config: str | None = None):
     if path.suffix in LOCAL_FORMATS:
         dataset = load_local(path)
         check_columns(dataset["train"].column_names, name)
-        check_contract(dataset["train"], name)
+        try:
+            check_contract(dataset["train"], name)
+        except DataError as error:
+            raise DataError(jsonl_problem(path) or str(error)) from None
         progress = datasets_progress(False)
         try:
             return dataset.map(task.normalize)
