@@ -104,6 +104,7 @@ def test_every_sample_row_meets_the_contract_and_every_kind_is_known():
     assert contract.check_rows((task.normalize(row) for row in SAMPLE), task.COLUMNS, "sample") is None
 
 
+@pytest.mark.slow
 def test_a_too_long_question_is_left_out_of_priming(tmp_path):
     """One 1 MB question would size every padded priming batch (40 GB); priming drops it as GRPO does."""
     priming, tiny = mod("priming"), mod("tiny")
@@ -171,6 +172,7 @@ def run_train(*args):
     return done, time.time() - started
 
 
+@pytest.mark.slow
 def test_the_real_train_py_prints_only_the_line(tmp_path):
     """The whole stderr of train.py: a malformed config (read before anything else) and a model id that is not
     cached while offline (the hub is never asked, so no retries)."""
