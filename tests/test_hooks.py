@@ -166,3 +166,14 @@ def test_hook_sources_take_answers_only_as_data():
         source = (ROOT / "hooks" / f"{name}.py").read_text()
         jinja = [text for text in source.splitlines() if "{{" in text or "{%" in text]
         assert jinja == [line]
+
+
+def test_next_path_is_relative_to_where_cookiecutter_started(tmp_path):
+    project = tmp_path / "build" / "demo" / "grpo-reasoner"
+    project.mkdir(parents=True)
+    assert post.next_path(project, {"PWD": str(tmp_path)}) == "build/demo/grpo-reasoner"  # make demo
+    assert post.next_path(project, {"PWD": str(project.parent)}) == "grpo-reasoner"
+    elsewhere = tmp_path / "other"
+    elsewhere.mkdir()
+    assert post.next_path(project, {"PWD": str(elsewhere)}) == str(project)
+    assert post.next_path(project, {}) == str(project)
