@@ -58,6 +58,18 @@ def test_config_errors_are_one_line_before_the_data_loads(run_cli, case):
     assert all(word in message for word in words), message
 
 
+def test_text_the_parser_converts_is_not_refused(tmp_path):
+    """YAML reads ``1e-5`` (no dot) and quoted numbers as text; the parser converts them, so they are fine."""
+    path = tmp_path / "config.yaml"
+    text = SMOKE_TEXT.replace("learning_rate: 1.0e-3", "learning_rate: 1e-5")
+    text = text.replace("max_prompt_length: 384", 'max_prompt_length: "384"')
+    assert "1e-5" in text and '"384"' in text
+    path.write_text(text + "lora_target_modules: all-linear\n", encoding="utf-8")
+    script_args, training_args, model_args, _ = mod("config").parse_args(["--config", str(path)])
+    assert training_args.learning_rate == 1e-5 and script_args.max_prompt_length == 384
+    assert model_args.lora_target_modules == "all-linear"
+
+
 DATA_CASES = {
     "one row": ({"rows": SAMPLE[:1]}, ["1 row(s)", "at least 2"]),
     "empty file": ({"raw": b""}, ["rows.jsonl", "is empty"]),

@@ -216,7 +216,8 @@ def parse_args(argv: list[str]) -> Arguments:
 def raise_first(path: str, problems: list[str], cli_keys: set[str]) -> None:
     """The first problem as a ConfigError naming where the value came from (the command line or the file)."""
     if problems:
-        key = problems[0].split(":", 1)[0]
+        head = problems[0].split(":", 1)[0]
+        key = "reward_funcs" if head.startswith("unknown reward") else head.split()[0]
         raise ConfigError(problems[0] if key in cli_keys else f"{path}: {problems[0]}")
 
 

@@ -42,8 +42,17 @@ POSITIVE_INTS = ("max_completion_length", "max_prompt_length", "per_device_train
 POSITIVE_NUMBERS = ("learning_rate", "temperature", "format_priming_lr")
 
 
-def _number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
+def _number(value: object) -> float | None:
+    """A setting's numeric value: a number, or text a number parses from (YAML reads ``1e-5`` as text; the config
+    parser converts it); None for anything else."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return value
+    try:
+        return float(value) if isinstance(value, str) else None
+    except ValueError:
+        return None
 
 
 def check_values(config: dict) -> list[str]:
@@ -51,27 +60,29 @@ def check_values(config: dict) -> list[str]:
     the key: sizes that must be positive, rates in range, and the reward names and weights."""
     problems = []
     for key in (k for k in POSITIVE_INTS if k in config):
-        value = config[key]
-        if not (_number(value) and value == int(value) and value > 0):
-            problems.append(f"{key}: {value!r} must be a positive integer")
+        value = _number(config[key])
+        if value is None or value != int(value) or value <= 0:
+            problems.append(f"{key}: {config[key]!r} must be a positive integer")
     for key in (k for k in POSITIVE_NUMBERS if k in config):
-        if not (_number(config[key]) and config[key] > 0):
+        value = _number(config[key])
+        if value is None or not value > 0:
             problems.append(f"{key}: {config[key]!r} must be a positive number")
-    if "num_generations" in config and not (_number(config["num_generations"]) and config["num_generations"] >= 2):
+    generations = _number(config.get("num_generations", 2))
+    if generations is None or generations < 2:
         problems.append(f"num_generations: {config['num_generations']!r} must be at least 2 (GRPO compares a group)")
-    if "format_priming_steps" in config and not (_number(config["format_priming_steps"])
-                                                 and config["format_priming_steps"] >= 0):
+    steps = _number(config.get("format_priming_steps", 0))
+    if steps is None or steps < 0:
         problems.append(f"format_priming_steps: {config['format_priming_steps']!r} must be 0 (none) or more")
-    if "eval_fraction" in config and not (_number(config["eval_fraction"]) and 0 < config["eval_fraction"] < 1):
+    fraction = _number(config.get("eval_fraction", 0.5))
+    if fraction is None or not 0 < fraction < 1:
         problems.append(f"eval_fraction: {config['eval_fraction']!r} must be between 0 and 1 (e.g. 0.1)")
     names, weights = config.get("reward_funcs"), config.get("reward_weights")
     if isinstance(names, str):
         problems.append(f"reward_funcs: {names!r} must be a list of reward names (write reward_funcs: [{names}])")
-    elif weights is not None and not (isinstance(weights, list) and all(_number(w) for w in weights)):
+    elif weights is not None and not (isinstance(weights, list) and all(_number(w) is not None for w in weights)):
         problems.append(f"reward_weights: {weights!r} must be a list of numbers, one per reward_funcs entry")
     elif "reward_funcs" in config or "reward_weights" in config:
-        problems.extend(line if line.startswith("reward_weights") else f"reward_funcs: {line}"
-                        for line in check_reward_config(names or [], weights))
+        problems.extend(check_reward_config(names or [], weights))
     return problems
 
 
