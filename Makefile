@@ -1,7 +1,10 @@
-# The template's two jobs. Both install the pinned environment into .venv first (torch pinned to the CPU build),
+# The template's two jobs. Both install the pinned environment into .venv first (torch 2.13.0, the CPU build from
+# TORCH_INDEX, PyTorch's CPU wheel index; `make TORCH_INDEX=` installs from pip's own configured index instead),
 # and a second environment, build/unsloth-venv, with the Unsloth backend's own pins (CPU-installable part: its
 # trl/transformers/datasets without unsloth and vLLM, which need CUDA), where that backend's project tests run.
 PYTHON ?= python3
+TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
+TORCH := torch==2.13.0 $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cksum requirements-dev.txt | cut -d' ' -f1)
@@ -14,14 +17,14 @@ USTAMP := $(UVENV)/.installed-$(shell cat '$(PYPROJECT)' tests/stacks.py | cksum
 
 $(STAMP): requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet torch==2.13.0
+	$(BIN)/pip install --quiet $(TORCH)
 	$(BIN)/pip install --quiet -r requirements-dev.txt
 	touch $(STAMP)
 
 $(USTAMP): $(STAMP)
 	rm -rf $(UVENV)
 	$(PYTHON) -m venv $(UVENV)
-	$(UBIN)/pip install --quiet torch==2.13.0
+	$(UBIN)/pip install --quiet $(TORCH)
 	$(BIN)/python tests/stacks.py unsloth > build/unsloth-requirements.txt
 	$(UBIN)/pip install --quiet -r build/unsloth-requirements.txt
 	touch $(USTAMP)

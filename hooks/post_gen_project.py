@@ -96,11 +96,22 @@ def smoke(root: Path, context: dict) -> bool:
     return run_step("smoke training", [python, "train.py", "--config", "configs/smoke.yaml"], root, SMOKE_TIMEOUT_S)
 
 
+def next_path(root: Path, environ=os.environ) -> str:
+    """The project as a path from where cookiecutter was started (the shell's ``PWD``; the hook itself runs in the
+    project), e.g. ``build/demo/grpo-reasoner`` for ``make demo``; its absolute path when it lies elsewhere."""
+    start = environ.get("PWD")
+    if start and Path(start).is_dir():
+        relative = os.path.relpath(root, start)
+        if not relative.startswith(".."):
+            return relative
+    return str(root)
+
+
 def main(context: dict, root: Path | None = None) -> int:
     root = root or Path.cwd()
     promote_task(root, context["task"])
     ok = smoke(root, context)
-    print(f"\nGenerated {root}. Next: cd {root.name} && see README.md ('Install', then 'Train').")
+    print(f"\nGenerated {root}. Next: cd {next_path(root)} && see README.md ('Install', then 'Train').")
     if not ok:
         print("The project was kept; fix the step above and rerun it there.")
         return 1 if os.environ.get("GRPO_TEMPLATE_STRICT_SMOKE") == "1" else 0

@@ -1,5 +1,8 @@
 """The hooks as functions: every answer and combination rule of pre_gen, and post_gen's task promotion."""
 
+import importlib.util
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -65,6 +68,32 @@ def test_refused_with_one_clear_line(defaults, changes, message):
 @pytest.mark.parametrize("base_model", ["Qwen/Qwen3-4B", "meta-llama/Llama-3.2-1B-Instruct", "./models/my-ckpt", ""])
 def test_accepted_base_models(defaults, base_model):
     assert pre.validate({**defaults, "base_model": base_model}, OPTIONS) == []
+
+
+def test_refusal_filter_raises_the_failed_hook_exception_with_one_line(defaults):
+    from cookiecutter.exceptions import FailedHookException
+
+    spec = importlib.util.spec_from_file_location("local_extensions", ROOT / "local_extensions.py")
+    extensions = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(extensions)
+    assert extensions.refuse_unsupported(defaults) == ""
+    with pytest.raises(FailedHookException) as refused:
+        extensions.refuse_unsupported({**defaults, "backend": "unsloth", "gpu": "cpu-only"})
+    assert str(refused.value).startswith("error: backend 'unsloth' needs a CUDA GPU") and "\n" not in str(refused.value)
+    assert OPTIONS["_extensions"] == ["local_extensions.Refusals"]
+    assert "refuse_unsupported" in OPTIONS["__refusals"]
+    assert list(OPTIONS).index("__refusals") > max(list(OPTIONS).index(key) for key in pre.choices(OPTIONS))
+
+
+def test_the_cookiecutter_command_line_prints_a_refusal_as_one_line(tmp_path):
+    cookiecutter = Path(sys.executable).with_name("cookiecutter")
+    done = subprocess.run([str(cookiecutter), "--no-input", "-o", str(tmp_path), str(ROOT), "backend=unsloth",
+                           "gpu=cpu-only"], capture_output=True, text=True, timeout=120, check=False)
+    lines = (done.stdout + done.stderr).strip().splitlines()
+    assert done.returncode == 1
+    assert lines == ["error: backend 'unsloth' needs a CUDA GPU; choose backend=trl for gpu=cpu-only "
+                     "(nothing was written)"], lines
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_main_prints_errors_and_exits_nonzero(defaults, capsys):
@@ -137,3 +166,14 @@ def test_hook_sources_take_answers_only_as_data():
         source = (ROOT / "hooks" / f"{name}.py").read_text()
         jinja = [text for text in source.splitlines() if "{{" in text or "{%" in text]
         assert jinja == [line]
+
+
+def test_next_path_is_relative_to_where_cookiecutter_started(tmp_path):
+    project = tmp_path / "build" / "demo" / "grpo-reasoner"
+    project.mkdir(parents=True)
+    assert post.next_path(project, {"PWD": str(tmp_path)}) == "build/demo/grpo-reasoner"  # make demo
+    assert post.next_path(project, {"PWD": str(project.parent)}) == "grpo-reasoner"
+    elsewhere = tmp_path / "other"
+    elsewhere.mkdir()
+    assert post.next_path(project, {"PWD": str(elsewhere)}) == str(project)
+    assert post.next_path(project, {}) == str(project)

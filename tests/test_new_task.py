@@ -20,11 +20,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .answer_format import FORMAT
+from .contract import TEXT, Column, required
 
 NAME = "reverse"
 INSTRUCTION = "Reverse the word letter by letter; give only the reversed word in the answer block."
 SYSTEM_PROMPT = FORMAT.system_prompt(INSTRUCTION)
-REQUIRED_COLUMNS = ("question", "answer")
+COLUMNS = {"question": Column(TEXT, "the word"), "answer": Column(TEXT, "the word reversed")}
+REQUIRED_COLUMNS = required(COLUMNS)
 ERRORS: tuple[type[BaseException], ...] = ()
 
 

@@ -3,6 +3,7 @@ literals (a substituted value, never a code path), and ruff lints the unrendered
 
 import ast
 import io
+import re
 import subprocess
 import sys
 import tokenize
@@ -34,3 +35,26 @@ def test_ruff_lints_the_template_source():
     done = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "--config", "ruff.toml", "."],
                           cwd=ROOT, capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stdout[-3000:]
+
+
+CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+
+
+def test_torch_is_installed_the_same_way_everywhere():
+    """One torch pin; the Makefile installs the CPU build from the CPU index, the READMEs give that command for CPU
+    and plain PyPI (the CUDA build) for a GPU, and say which is which."""
+    makefile = (ROOT / "Makefile").read_text()
+    readme = (ROOT / "README.md").read_text()
+    project_readme = (ROOT / "{{cookiecutter.project_slug}}" / "README.md").read_text()
+    pins = {re.search(r"torch==([0-9.]+)", text).group(1) for text in (
+        makefile, (ROOT / "requirements-dev.txt").read_text(),
+        (ROOT / "{{cookiecutter.project_slug}}" / "pyproject.toml").read_text(), readme, project_readme)}
+    assert len(pins) == 1, pins
+    cpu = f"pip install torch=={pins.pop()} --index-url {CPU_INDEX}"
+    assert f"TORCH_INDEX ?= {CPU_INDEX}" in makefile and "--index-url $(TORCH_INDEX)" in makefile
+    installs = [line for line in makefile.splitlines() if "pip install" in line and "-r " not in line]
+    assert installs and all("$(TORCH)" in line for line in installs), installs
+    assert cpu in readme and cpu in project_readme and cpu in (ROOT / "requirements-dev.txt").read_text()
+    gpu = re.search(r"^# or with an NVIDIA GPU.*\n(pip install torch==[0-9.]+)\n", project_readme, re.MULTILINE)
+    assert gpu and "CUDA" in gpu.group(0) and "--index-url" not in gpu.group(1)
+    assert re.search(r"pip install torch==[0-9.]+ && .*# GPU machine: PyPI's torch is the CUDA", readme)

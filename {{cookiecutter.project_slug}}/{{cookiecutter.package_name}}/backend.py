@@ -34,7 +34,7 @@ def requested(argv: list[str]) -> str:
         import yaml
 
         config = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, ImportError):  # the config parser reports a bad config, with one line
+    except Exception:  # noqa: BLE001 - unreadable or not YAML: the config parser reports it, with one line
         return "trl"
     return str(config.get("model_backend", "trl")) if isinstance(config, dict) else "trl"
 

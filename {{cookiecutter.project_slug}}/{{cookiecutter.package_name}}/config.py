@@ -3,8 +3,12 @@ TaskArguments by one TrlParser, from a YAML preset with command-line overrides."
 
 from __future__ import annotations
 
+import dataclasses
+import difflib
 import os
 import sys
+import types
+import typing
 from dataclasses import dataclass, field
 
 from trl import GRPOConfig, ModelConfig, ScriptArguments, TrlParser
@@ -12,6 +16,7 @@ from trl import GRPOConfig, ModelConfig, ScriptArguments, TrlParser
 from . import DEFAULT_CONFIG, difficulty, task
 from .backend import BACKENDS
 from .rewards import check_reward_config, reward_names
+from .selfcheck import check_values
 
 
 @dataclass
@@ -52,19 +57,168 @@ class GRPOScriptArguments(ScriptArguments):
 Arguments = tuple[GRPOScriptArguments, GRPOConfig, ModelConfig, "task.TaskArguments"]
 
 
+class ConfigError(ValueError):
+    """A bad config file, setting or command-line option; its message is one line that names it and the fix."""
+
+
+class Parser(TrlParser):
+    """TRL's parser with no abbreviated options (``--learning_rat`` is refused, not read as ``--learning_rate``) and
+    argparse's errors as one ConfigError line instead of the usage text."""
+
+    def __init__(self, dataclass_types) -> None:
+        super().__init__(dataclass_types, allow_abbrev=False)
+
+    def error(self, message: str):
+        raise ConfigError(f"{message} (see python train.py --help)")
+
+
 def parser() -> TrlParser:
-    return TrlParser((GRPOScriptArguments, GRPOConfig, ModelConfig, task.TaskArguments))
+    return Parser((GRPOScriptArguments, GRPOConfig, ModelConfig, task.TaskArguments))
 
 
 def with_default_config(argv: list[str]) -> list[str]:
-    if any(a == "--config" or a.startswith("--config=") for a in argv):
-        return argv
+    """``argv`` with ``--config PATH`` first (the project's preset unless one is given; ``--config=PATH`` split)."""
+    argv = list(argv)
+    for index, arg in enumerate(argv):
+        if arg.startswith("--config="):
+            return ["--config", arg.split("=", 1)[1], *argv[:index], *argv[index + 1 :]]
+        if arg == "--config":
+            return ["--config", *argv[index + 1 : index + 2], *argv[:index], *argv[index + 2 :]]
     return ["--config", DEFAULT_CONFIG, *argv]
 
 
+def read_yaml(path: str) -> dict:
+    """The config file's settings, or a ConfigError that says which line of the file to fix."""
+    import yaml
+
+    if not os.path.isfile(path):
+        raise ConfigError(f"config file {path!r} does not exist; pass --config configs/<preset>.yaml")
+    try:
+        with open(path, encoding="utf-8") as handle:
+            settings = yaml.safe_load(handle)
+    except UnicodeDecodeError as error:
+        raise ConfigError(f"config {path!r} is not UTF-8 text ({error.reason}); is it the right file?") from error
+    except yaml.YAMLError as error:
+        mark = getattr(error, "context_mark", None) or getattr(error, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(error, "problem", None) or str(error).strip().splitlines()[0]
+        raise ConfigError(f"config {path!r} is not valid YAML{where}: {problem}; fix that line") from error
+    if not isinstance(settings, dict):
+        raise ConfigError(f"config {path!r} must be a mapping of settings (one `key: value` per line), "
+                          f"not {type(settings).__name__}")
+    return settings
+
+
+def _closest(name: str, known, prefix: str = "") -> str:
+    match = difflib.get_close_matches(name, list(known), n=1)
+    return f" (did you mean {prefix}{match[0]}?)" if match else ""
+
+
+def _type_problem(hint, value) -> str | None:
+    """What ``value`` (as YAML gave it) should be for a field annotated ``hint``; None when it fits or when the
+    annotation is not one this checks (dicts, enums: TRL and transformers check those)."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        problems = [_type_problem(option, value) for option in args if option is not type(None)]
+        return None if None in problems else problems[0]
+    if hint is bool:
+        return None if isinstance(value, bool) else "true or false"
+    if hint is int:
+        return None if isinstance(value, int) and not isinstance(value, bool) else "an integer"
+    if hint is float:
+        return None if isinstance(value, int | float) and not isinstance(value, bool) else "a number"
+    if hint is str:
+        return None if isinstance(value, str) else "a string"
+    if origin is list:
+        inner = args[0] if args else None
+        if isinstance(value, list) and (inner is None or all(_type_problem(inner, v) is None for v in value)):
+            return None
+        return "a list of numbers" if inner in (int, float) else "a list of names" if inner is str else "a list"
+    return None
+
+
+def _to_bool(text: str) -> bool:
+    if text.strip().lower() not in ("true", "false", "yes", "no", "1", "0", "t", "f", "y", "n"):
+        raise ValueError(text)
+    return True
+
+
+CONVERT = {"an integer": int, "a number": float, "true or false": _to_bool}
+
+
+def field_hints() -> dict[str, object]:
+    hints = {}
+    for kind in (GRPOScriptArguments, GRPOConfig, ModelConfig, task.TaskArguments):
+        resolved = typing.get_type_hints(kind)
+        hints.update({f.name: resolved[f.name] for f in dataclasses.fields(kind) if f.init})
+    return hints
+
+
+def check_yaml(settings: dict, path: str, known: set[str]) -> None:
+    """Unknown keys and values of the wrong type, which TrlParser would pass on unconverted (``[a, 1.0]`` as
+    reward weights, one name where a list belongs)."""
+    hints = field_hints()
+    for key, value in settings.items():
+        if key == "env":
+            continue
+        if key not in known:
+            raise ConfigError(f"{path}: unknown setting {key!r}{_closest(key, known)}; remove or rename it")
+        wanted = _type_problem(hints[key], value) if key in hints else None
+        if isinstance(value, str) and wanted == "a list of names":
+            wanted = None  # one name stands for a list here (lora_target_modules: all-linear); reward_funcs: below
+        if isinstance(value, str) and wanted in CONVERT:  # argparse converts text as it would an option's value
+            try:
+                CONVERT[wanted](value)
+                wanted = None
+            except ValueError:
+                pass
+        if wanted:
+            example = f" (write {key}: [{value}])" if wanted.startswith("a list") and isinstance(value, str) else ""
+            raise ConfigError(f"{path}: {key} must be {wanted}, got {value!r}{example}")
+
+
+def check_options(argv: list[str], known: set[str]) -> None:
+    for arg in argv:
+        if arg.startswith("--"):
+            name = arg[2:].split("=", 1)[0]
+            if name not in known:
+                raise ConfigError(f"unknown option --{name}{_closest(name, known, '--')}; see python train.py --help")
+
+
 def parse_args(argv: list[str]) -> Arguments:
-    """(script_args, training_args, model_args, task_args) from ``--config`` (default: the project's preset)."""
-    return tuple(parser().parse_args_and_config(with_default_config(argv)))
+    """(script_args, training_args, model_args, task_args) from ``--config`` (default: the project's preset).
+    Every problem with the file, its settings or the options is one ConfigError line, found before anything runs."""
+    argv = with_default_config(argv)
+    path = argv[1] if len(argv) > 1 else ""
+    the_parser = parser()
+    known = {action.dest for action in the_parser._actions}
+    check_options(argv[2:], known | {"config"})
+    settings = read_yaml(path)
+    check_yaml(settings, path, known)
+    cli_keys = {arg[2:].split("=", 1)[0] for arg in argv[2:] if arg.startswith("--")}
+    raise_first(path, check_values({k: v for k, v in settings.items() if k not in cli_keys}), cli_keys)
+    try:
+        parsed = tuple(the_parser.parse_args_and_config(argv))
+    except ConfigError:
+        raise
+    except (ValueError, TypeError, ZeroDivisionError) as error:  # a dataclass's own check (TRL, the task)
+        text = str(error).strip().splitlines()
+        raise ConfigError(f"{path}: {text[0] if text else type(error).__name__}") from error
+    script_args, training_args, model_args, task_args = parsed
+    merged = {**training_args.to_dict(), **vars(model_args), **vars(task_args), **vars(script_args)}
+    raise_first(path, check_values({key: merged[key] for key in settings.keys() | cli_keys if key in merged}),
+                cli_keys)
+    return parsed
+
+
+def raise_first(path: str, problems: list[str], cli_keys: set[str]) -> None:
+    """The first problem as a ConfigError naming where the value came from (the command line or the file)."""
+    if problems:
+        head = problems[0].split(":", 1)[0]
+        key = "reward_funcs" if head.startswith("unknown reward") else head.split()[0]
+        raise ConfigError(problems[0] if key in cli_keys else f"{path}: {problems[0]}")
 
 
 def check_arguments(script_args: GRPOScriptArguments, training_args: GRPOConfig) -> None:

@@ -3,9 +3,10 @@ turned into conversational prompts, filtered by prompt length and split into tra
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
-from . import task
+from . import contract, task
 
 LOCAL_FORMATS = {".jsonl": "json", ".json": "json", ".parquet": "parquet", ".csv": "csv"}
 
@@ -31,6 +32,93 @@ def check_columns(column_names: list[str], source: str) -> None:
         )
 
 
+def check_contract(dataset, source: str) -> None:
+    """Every row holds what the task's row contract (``task.COLUMNS``) says, or one DataError line naming the first
+    bad row; checked before the rows are normalised, so no row reaches a reward it would silently score 0."""
+    names = [name for name in task.COLUMNS if name in dataset.column_names]
+    problem = contract.check_rows(_rows(dataset.select_columns(names), names), task.COLUMNS, source)
+    if problem:
+        raise DataError(problem)
+
+
+def _rows(dataset, names: list[str]):
+    for batch in dataset.iter(batch_size=1024):
+        for values in zip(*(batch[name] for name in names), strict=True):
+            yield task.normalize(dict(zip(names, values, strict=True)))
+
+
+def read_jsonl_lines(path: Path) -> list[dict]:
+    """The rows of a JSONL file read line by line, or a DataError naming the first line that is not a JSON object."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        line = path.read_bytes()[: error.start].count(b"\n") + 1
+        raise DataError(f"dataset file {str(path)!r} line {line} is not UTF-8 text: is it a JSONL file?") from error
+    rows = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except ValueError as error:
+            raise DataError(f"dataset file {str(path)!r} line {number} is not valid JSON ({error}); fix or remove "
+                            "that line (one JSON object per line)") from error
+        if not isinstance(row, dict):
+            raise DataError(f"dataset file {str(path)!r} line {number} is a JSON {type(row).__name__}, not an "
+                            "object with the task's columns")
+        rows.append(row)
+    return rows
+
+
+def jsonl_problem(path: Path) -> str | None:
+    """The row contract checked on a JSON-lines file's rows as written (datasets turns a column of mixed types into
+    decoded JSON, which would blame the wrong rows); None for other formats or when every row is fine."""
+    if path.suffix == ".jsonl" or (path.suffix == ".json" and not path.read_bytes().lstrip().startswith(b"[")):
+        rows = read_jsonl_lines(path)
+        return contract.check_rows((task.normalize(row) for row in rows), task.COLUMNS, str(path))
+    return None
+
+
+def unreadable(path: Path, error: BaseException) -> DataError:
+    """Why a local file did not load, as precisely as the file allows: a JSONL file's first bad line or row."""
+    problem = jsonl_problem(path)  # raises for the first line that is not JSON
+    if problem:
+        return DataError(problem)
+    text = (str(error).strip().splitlines() or [type(error).__name__])[0]
+    cause = error.__cause__ or error.__context__
+    if cause is not None and str(cause).strip():
+        text = str(cause).strip().splitlines()[0]
+    return DataError(f"dataset file {str(path)!r} cannot be read as {LOCAL_FORMATS[path.suffix]} ({text}); check "
+                     "that it is a valid file of that format with the task's columns")
+
+
+def load_local(path: Path):
+    """A local JSONL/JSON/Parquet/CSV file as a DatasetDict with one ``train`` split, or one DataError line."""
+    from datasets import load_dataset
+
+    if not path.is_file():
+        raise DataError(f"dataset file {str(path)!r} does not exist; fix dataset_name")
+    if path.stat().st_size == 0 or (path.suffix in (".jsonl", ".csv") and not path.read_bytes().strip()):
+        raise DataError(f"dataset file {str(path)!r} is empty; it needs rows with "
+                        f"{', '.join(task.REQUIRED_COLUMNS)}")
+    progress = datasets_progress(False)
+    try:
+        return load_dataset(LOCAL_FORMATS[path.suffix], data_files={"train": str(path)})
+    except Exception as error:  # noqa: BLE001 - pyarrow, json and datasets each raise their own; say which line
+        raise unreadable(path, error) from error
+    finally:
+        datasets_progress(progress)
+
+
+def datasets_progress(enabled: bool) -> bool:
+    """Turn datasets' progress bars on or off; returns whether they were on (local files load in a blink)."""
+    import datasets
+
+    was = not datasets.are_progress_bars_disabled()
+    (datasets.enable_progress_bars if enabled else datasets.disable_progress_bars)()
+    return was
+
+
 def load_raw(name: str, config: str | None = None):
     """Load a DatasetDict from a local file (by extension) or from the hub, in the task's row contract."""
     from datasets import Dataset, DatasetDict, load_dataset
@@ -47,16 +135,25 @@ def load_raw(name: str, config: str | None = None):
         return DatasetDict({"train": Dataset.from_list(task.generate_curriculum(int(count)))})
     path = Path(name)
     if path.suffix in LOCAL_FORMATS:
-        if not path.is_file():
-            raise DataError(f"dataset file {name!r} does not exist")
-        dataset = load_dataset(LOCAL_FORMATS[path.suffix], data_files={"train": str(path)})
+        dataset = load_local(path)
         check_columns(dataset["train"].column_names, name)
-        return dataset.map(task.normalize)
+        try:
+            check_contract(dataset["train"], name)
+        except DataError as error:
+            raise DataError(jsonl_problem(path) or str(error)) from None
+        progress = datasets_progress(False)
+        try:
+            return dataset.map(task.normalize)
+        finally:
+            datasets_progress(progress)
     dataset = load_dataset(name, config)
     if not isinstance(dataset, DatasetDict):
         dataset = DatasetDict({"train": dataset})
     columns = next(iter(dataset.values())).column_names
-    return dataset.map(task.from_hub_row, remove_columns=columns)
+    dataset = dataset.map(task.from_hub_row, remove_columns=columns)
+    for split in dataset.values():
+        check_contract(split, name)
+    return dataset
 
 
 def priming_rows(name: str, train, limit: int = 512, seed: int = 0) -> list[dict]:
@@ -93,6 +190,9 @@ def load_splits(
         return train, raw[test_split]
     if not 0 < eval_fraction < 1:
         raise DataError(f"eval_fraction must be in (0, 1), got {eval_fraction}")
+    if len(train) < 2:
+        raise DataError(f"dataset {name!r} has {len(train)} row(s); training needs at least 2 (one is held out for "
+                        "evaluation by eval_fraction), and a useful run hundreds: add rows")
     parts = train.train_test_split(test_size=max(1, round(len(train) * eval_fraction)), seed=seed)
     return parts["train"], parts["test"]
 

@@ -342,7 +342,7 @@ def run_checks(config: dict[str, Any], machine: Machine, root: Path = ROOT, pack
 
 
 def main(argv: list[str] | None = None, machine: Machine | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Pre-flight check before a GPU training run.")
+    parser = argparse.ArgumentParser(description="Pre-flight check before a GPU training run.", allow_abbrev=False)
     parser.add_argument("--config", default=None, help="a YAML config (default: the project's preset)")
     parser.add_argument("--accelerate-config", default=None, help="the accelerate config the launch will use")
     args = parser.parse_args(argv)

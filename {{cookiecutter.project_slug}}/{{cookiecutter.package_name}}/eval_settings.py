@@ -11,7 +11,8 @@ import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import DEFAULT_CONFIG, data
+from . import DEFAULT_CONFIG, data, hub
+from .hub import looks_like_path
 
 
 class EvalError(ValueError):
@@ -56,6 +57,8 @@ def read_config(path: str, overrides: list[str] | tuple[str, ...] = ()) -> dict:
         with warnings.catch_warnings():  # transformers' deprecation notes about TrainingArguments are not ours
             warnings.simplefilter("ignore")
             parsed = project_config.parse_args(argv)
+    except project_config.ConfigError as error:  # already one line naming the file or the option
+        raise EvalError(str(error)) from error
     except yaml.YAMLError as error:
         raise EvalError(f"config {path!r} is not valid YAML: {str(error).splitlines()[0]}") from error
     except (ValueError, TypeError) as error:
@@ -67,17 +70,6 @@ def read_config(path: str, overrides: list[str] | tuple[str, ...] = ()) -> dict:
 def default_config() -> str | None:
     """The GPU preset this project was generated for, if it exists."""
     return DEFAULT_CONFIG if Path(DEFAULT_CONFIG).is_file() else None
-
-
-LOCAL_ROOTS = {"outputs", "eval_reports", "checkpoints", "runs"}  # "outputs/run" is never meant as a hub id
-
-
-def looks_like_path(name: str) -> bool:
-    """Whether a model argument is meant as a local path (a hub id is ``name`` or ``org/name``)."""
-    if name.startswith((".", "/", "~")) or "\\" in name or name.count("/") > 1:
-        return True
-    first = name.split("/", 1)[0]
-    return "/" in name and (first in LOCAL_ROOTS or Path(first).is_dir())
 
 
 def check_model_path(name: str, what: str = "model") -> None:
@@ -97,6 +89,7 @@ def resolve_model(model: str, adapter: str | None) -> tuple[str, str | None]:
         check_model_path(adapter, "adapter")
         if not (Path(adapter) / "adapter_config.json").is_file():
             raise EvalError(f"adapter {adapter!r} has no adapter_config.json (not a peft LoRA dir)")
+        hub.check_available(model, "model", "--model")
         return model, adapter
     path = Path(model)
     if (path / "adapter_config.json").is_file() and not (path / "config.json").is_file():
@@ -106,9 +99,11 @@ def resolve_model(model: str, adapter: str | None) -> tuple[str, str | None]:
             raise EvalError(f"{path / 'adapter_config.json'} names no base_model_name_or_path") from error
         if not base:
             raise EvalError(f"{path / 'adapter_config.json'} names no base model; pass it as --model with --adapter")
+        hub.check_available(base, "model", f"base_model_name_or_path of {path / 'adapter_config.json'}")
         return base, model
     if path.is_dir() and not (path / "config.json").is_file():
         raise EvalError(f"model dir {model!r} has neither config.json nor adapter_config.json (train it first?)")
+    hub.check_available(model, "model", "--model")
     return model, None
 
 
@@ -157,7 +152,7 @@ class OneLineParser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(
-        prog="eval.py", description="Evaluate a model on the eval split with the training rewards."
+        prog="eval.py", allow_abbrev=False, description="Evaluate a model on the eval split with the training rewards."
     )
     parser.add_argument("--config", help="the training config (default: the project's GPU preset)")
     parser.add_argument("--model", help="model dir, hub id or LoRA adapter dir (default: the config's model)")

@@ -16,7 +16,7 @@ import time
 from dataclasses import fields
 from pathlib import Path
 
-from . import data, task
+from . import data, hub, task
 from .eval_generation import (  # noqa: F401  (the evaluation API, one import away)
     Sample,
     cut_at_eos,
@@ -105,7 +105,7 @@ def evaluate(settings: Settings, out_dir: Path) -> dict:
 
 
 def user_errors() -> tuple[type[BaseException], ...]:
-    return (EvalError, data.DataError, FileNotFoundError, *task.ERRORS)
+    return (EvalError, data.DataError, hub.HubError, FileNotFoundError, *task.ERRORS)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -336,7 +336,8 @@ def settings_from_args(args: argparse.Namespace) -> evaluate.Settings:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = evaluate.OneLineParser(
-        prog="filter.py", description="Keep the training prompts whose pass rate lies in [low, high]."
+        prog="filter.py", allow_abbrev=False,
+        description="Keep the training prompts whose pass rate lies in [low, high].",
     )
     parser.add_argument("--config", help="the training config (default: the project's GPU preset)")
     parser.add_argument("--samples", type=int, default=8, help="completions per prompt (default 8)")

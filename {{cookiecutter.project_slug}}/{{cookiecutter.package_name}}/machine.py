@@ -114,9 +114,9 @@ def _disk_free_gib(path: Path) -> float:
 
 
 def _hub_cached(dataset: str) -> bool:
-    hub = Path(os.environ.get("HF_HUB_CACHE") or Path(os.environ.get("HF_HOME") or Path.home() / ".cache" /
-                                                       "huggingface") / "hub")
-    return (hub / f"datasets--{dataset.replace('/', '--')}").is_dir()
+    from .hub import cached
+
+    return cached(dataset, "dataset")
 
 
 def _hub_reachable() -> bool:

@@ -251,7 +251,7 @@ def report(est: Estimate) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Estimate the peak GPU memory of a GRPO config.")
+    parser = argparse.ArgumentParser(description="Estimate the peak GPU memory of a GRPO config.", allow_abbrev=False)
     parser.add_argument("--config", required=True, help="a YAML config, e.g. configs/24gb.yaml")
     parser.add_argument("--gpu-gb", type=float, default=None, help="memory of one GPU (default: from the preset name)")
     parser.add_argument("--model-config", default=None, help="config.json (or its folder) of a model not shipped here")

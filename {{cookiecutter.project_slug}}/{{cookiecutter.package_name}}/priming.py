@@ -19,7 +19,7 @@ from pathlib import Path
 
 from . import task
 from .checkpoints import atomic_dir, is_model_dir
-from .data import build_prompt
+from .data import DataError, build_prompt
 
 
 def encode(tokenizer, row: dict, system_prompt: str | None = None) -> tuple[list[int], list[int]]:
@@ -49,11 +49,13 @@ def prime(
     gradient_checkpointing: bool = False,
     revision: str | None = None,
     trust_remote_code: bool = False,
+    max_prompt_length: int | None = None,
 ) -> Path:
     """Fine-tune ``model_path`` on the rows' gold completions for ``steps`` steps; save to ``out_dir``.
 
     The model loads in ``dtype`` (the config's; None = float32, as GRPOTrainer loads it) on the first GPU when
-    there is one and ``use_cpu`` is off, else on the CPU."""
+    there is one and ``use_cpu`` is off, else on the CPU. Rows whose prompt is longer than ``max_prompt_length``
+    tokens are left out, as GRPO leaves them out (one huge row would otherwise size every padded batch)."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -70,6 +72,14 @@ def prime(
     model.train()
     log(f"format priming {steps} steps on {device.type} in {next(model.parameters()).dtype}")
     examples = [encode(tokenizer, row, system_prompt) for row in rows]
+    if max_prompt_length is not None:
+        kept = [(ids, labels) for ids, labels in examples if labels.count(-100) <= max_prompt_length]
+        if len(kept) < len(examples):
+            log(f"format priming: {len(examples) - len(kept)} of {len(examples)} rows dropped as longer than "
+                f"max_prompt_length={max_prompt_length} tokens")
+        if not kept:
+            raise DataError(f"every format priming row is longer than max_prompt_length={max_prompt_length} tokens")
+        examples = kept
     optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate)
     generator = torch.Generator().manual_seed(seed)
     pad = tokenizer.pad_token_id
@@ -140,11 +150,13 @@ def prime_from_config(settings: dict, out_dir: str | Path | None = None, steps: 
         gradient_checkpointing=bool(settings.get("activation_checkpointing", settings.get("gradient_checkpointing"))),
         revision=settings.get("model_revision"),
         trust_remote_code=bool(settings.get("trust_remote_code", False)),
+        max_prompt_length=int(settings.get("max_prompt_length", 512)),
     )
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
+        allow_abbrev=False,
         description="Format priming in one process: writes <output_dir>/format-primed, which train.py then uses."
     )
     parser.add_argument("--config", required=True, help="the train.py config (YAML)")

@@ -11,7 +11,7 @@ import sys
 
 from trl import GRPOConfig, ModelConfig
 
-from . import checkpoints, config, data, difficulty, distributed, health, memory, model, priming, task, tiny
+from . import checkpoints, config, data, difficulty, distributed, health, hub, memory, model, priming, task, tiny
 from .rewards import RewardSettings, build_reward_funcs
 
 
@@ -56,6 +56,7 @@ def main(
                     dtype=model_args.dtype,
                     use_cpu=training_args.use_cpu,
                     gradient_checkpointing=training_args.gradient_checkpointing,
+                    max_prompt_length=script_args.max_prompt_length,
                 )
         model_args.model_name_or_path = primed
 
@@ -118,12 +119,21 @@ def one_line(error: BaseException) -> str:
     return f"error: {text.splitlines()[0] if text else type(error).__name__}"
 
 
+def check_sources(script_args: config.GRPOScriptArguments, model_args: ModelConfig) -> None:
+    """The model and dataset ids the hub must give this run, asked once, fast, before any download (hub.py)."""
+    if not script_args.build_tiny_model:
+        hub.check_available(model_args.model_name_or_path, "model", "model_name_or_path")
+    hub.check_available(script_args.dataset_name, "dataset", "dataset_name")
+
+
 def cli(argv: list[str]) -> None:
-    """Parse, check and train; a bad config or bad data ends with one line that says what to fix."""
+    """Parse, check and train; a bad config, bad data or an unreachable hub id ends with one line that says what to
+    fix, found before the data loads (config), before priming and the model (data)."""
     try:
         script_args, training_args, model_args, task_args = config.parse_args(argv)
         config.check_arguments(script_args, training_args)
         distributed.check_launch(script_args, training_args, model_args)  # precision, priming under this launch
+        check_sources(script_args, model_args)
     except (ValueError, FileNotFoundError) as error:
         sys.exit(one_line(error))
     try:

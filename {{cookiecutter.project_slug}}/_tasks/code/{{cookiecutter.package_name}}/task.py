@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from . import sandbox
 from .answer_format import FORMAT
+from .contract import TEXT, TEXT_LIST, Column, required
 
 NAME = "code"
 INSTRUCTION = (
@@ -21,7 +22,13 @@ INSTRUCTION = (
     "in a single ```python fenced block inside the answer block. Do not print or read input."
 )
 SYSTEM_PROMPT = FORMAT.system_prompt(INSTRUCTION)
-REQUIRED_COLUMNS = ("question", "tests")
+COLUMNS = {  # the row contract, checked on every row before training (contract.py)
+    "question": Column(TEXT, "the problem"),
+    "tests": Column(TEXT_LIST, "Python snippets run after the solution; each passes if it raises nothing"),
+    "entry_point": Column(TEXT, "the function the tests call", required=False),
+    "solution": Column(TEXT, "a reference solution (self-check, format priming)", required=False),
+}
+REQUIRED_COLUMNS = required(COLUMNS)
 
 
 @dataclass
@@ -34,6 +41,17 @@ class TaskArguments:
     )
     sandbox_timeout_s: float = field(default=3.0, metadata={"help": "Wall-clock limit per execution."})
     sandbox_memory_mb: int = field(default=512, metadata={"help": "Memory budget per execution (all processes)."})
+
+    def __post_init__(self) -> None:
+        """Refuse bad sandbox settings while the config is parsed, long before the sandbox starts."""
+        if str(self.sandbox_isolation) not in sandbox.ISOLATION_MODES:
+            raise ValueError(f"sandbox_isolation: {self.sandbox_isolation!r} is not one of "
+                             f"{', '.join(sandbox.ISOLATION_MODES)} (auto needs bubblewrap: {sandbox.INSTALL_HINT})")
+        if not self.sandbox_timeout_s > 0:
+            raise ValueError(f"sandbox_timeout_s: {self.sandbox_timeout_s} must be a positive number of seconds "
+                             "(e.g. sandbox_timeout_s: 3)")
+        if self.sandbox_memory_mb < 32:
+            raise ValueError(f"sandbox_memory_mb: {self.sandbox_memory_mb} must be at least 32 (e.g. 512)")
 
 
 ERRORS: tuple[type[BaseException], ...] = (sandbox.SandboxUnavailable,)  # end a run with one line
@@ -53,7 +71,10 @@ _DEF = re.compile(r"^\s*def\s+([A-Za-z_]\w*)\s*\(", re.MULTILINE)
 def normalize(row: dict) -> dict:
     """Local rows follow the contract; a CSV stores ``tests`` as a JSON list in a string."""
     if isinstance(row.get("tests"), str):
-        row = {**row, "tests": json.loads(row["tests"])}
+        try:
+            row = {**row, "tests": json.loads(row["tests"])}
+        except ValueError:
+            pass  # left as a string: the row contract check says what is wrong with it
     return row
 
 

@@ -13,6 +13,7 @@ import json
 from dataclasses import dataclass
 
 from .answer_format import FORMAT
+from .contract import JSON_TEXT, TEXT, Column, required
 
 NAME = "json"
 INSTRUCTION = (
@@ -20,7 +21,12 @@ INSTRUCTION = (
     "against the given JSON Schema in the answer block, with no other text in it."
 )
 SYSTEM_PROMPT = FORMAT.system_prompt(INSTRUCTION)
-REQUIRED_COLUMNS = ("question", "schema", "answer")
+COLUMNS = {  # the row contract, checked on every row before training (contract.py)
+    "question": Column(TEXT, "a text to extract from, with what to extract"),
+    "schema": Column(JSON_TEXT, "a JSON Schema document, as a string"),
+    "answer": Column(JSON_TEXT, "the expected JSON document, as a string"),
+}
+REQUIRED_COLUMNS = required(COLUMNS)
 
 
 @dataclass

@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass
 
 from .answer_format import FORMAT
+from .contract import TEXT, TEXT_OR_NUMBER, Column, required
 
 NAME = "math"
 INSTRUCTION = (
@@ -17,7 +18,11 @@ INSTRUCTION = (
     "(a number or a LaTeX expression, no units) in the answer block."
 )
 SYSTEM_PROMPT = FORMAT.system_prompt(INSTRUCTION)
-REQUIRED_COLUMNS = ("question", "answer")
+COLUMNS = {  # the row contract, checked on every row before training (contract.py)
+    "question": Column(TEXT, "the problem"),
+    "answer": Column(TEXT_OR_NUMBER, "the final value, a GSM8K solution ending `#### 72`, or LaTeX"),
+}
+REQUIRED_COLUMNS = required(COLUMNS)
 
 
 @dataclass

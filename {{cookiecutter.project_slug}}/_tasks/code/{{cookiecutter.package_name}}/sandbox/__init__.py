@@ -42,7 +42,17 @@ from __future__ import annotations
 
 from .harness import RemoteError
 from .pool import Sandbox
-from .types import SAFE, UNSAFE, Job, Result, SandboxConfig, SandboxUnavailable, TestResult
+from .types import (
+    INSTALL_HINT,
+    ISOLATION_MODES,
+    SAFE,
+    UNSAFE,
+    Job,
+    Result,
+    SandboxConfig,
+    SandboxUnavailable,
+    TestResult,
+)
 
-__all__ = ["SAFE", "UNSAFE", "Job", "RemoteError", "Result", "Sandbox", "SandboxConfig", "SandboxUnavailable",
-           "TestResult"]  # fmt: skip
+__all__ = ["INSTALL_HINT", "ISOLATION_MODES", "SAFE", "UNSAFE", "Job", "RemoteError", "Result", "Sandbox",
+           "SandboxConfig", "SandboxUnavailable", "TestResult"]  # fmt: skip

@@ -9,6 +9,7 @@ Status = Literal["passed", "failed", "error", "timeout", "memory"]
 SAFE = "bwrap"
 UNSAFE = "unsafe-rlimit-only"
 _ALIASES = {"auto": SAFE, "required": SAFE, "bwrap": SAFE, UNSAFE: UNSAFE}
+ISOLATION_MODES = tuple(_ALIASES)  # what sandbox_isolation accepts
 INSTALL_HINT = "apt-get install bubblewrap"
 
 
