@@ -33,8 +33,9 @@ def lora_run(tmp_path_factory) -> Path:
         out = tmp_path_factory.mktemp("lora-run") / "run"
         done = subprocess.run(
             [sys.executable, "train.py", "--config", "configs/smoke.yaml", "--output_dir", str(out),
-             "--max_steps", "1", "--save_steps", "1", "--format_priming_steps", "3",
-             "--use_peft", "true", "--lora_r", "4"],
+             "--max_steps", "1", "--save_steps", "1", "--format_priming_steps", "2", "--use_peft", "true",
+             "--lora_r", "4", "--max_completion_length", "16", "--num_generations", "2",
+             "--per_device_train_batch_size", "2"],
             cwd=ROOT, capture_output=True, text=True, timeout=600, check=False,
         )
         assert done.returncode == 0, done.stderr[-3000:]

@@ -20,7 +20,7 @@ task = mod("task")
 eval_settings = mod("eval_settings")
 
 PROMPT = "What is 2+3?"
-SHORT = ["--config", "configs/smoke.yaml", "--max_completion_length", "12"]  # a few tokens are enough to compare
+SHORT = ["--config", "configs/smoke.yaml", "--max_completion_length", "12", "--num_samples", "1"]  # greedy, short
 
 
 @pytest.fixture(scope="module")

@@ -101,7 +101,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--model", help="a merged model dir, a run's output dir (LoRA), a checkpoint or a hub id "
                                         "(default: the config's model)")
     parser.add_argument("--adapter", help="a LoRA adapter dir (peft) to apply to --model")
-    parser.add_argument("--num_samples", type=int, default=1, help="completions per prompt (1 = greedy)")
+    parser.add_argument("--num_samples", type=int, help="completions per prompt (1 = greedy; default: the config's "
+                                                         "eval_num_samples, 4 for the smoke model, else 1)")
     parser.add_argument("--temperature", type=float, help="override the config's sampling temperature")
     parser.add_argument("--max_completion_length", type=int, help="override the config's completion limit")
     parser.add_argument("--backend", choices=["auto", "transformers", "vllm"], default="auto")
