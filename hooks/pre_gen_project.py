@@ -13,10 +13,10 @@ import sys
 
 # Modules the generated project imports or ships beside its package: a package of the same name would shadow them.
 THIRD_PARTY = {
-    "accelerate", "bitsandbytes", "configs", "data", "datasets", "deepspeed", "hypothesis", "jsonschema",
-    "liger_kernel", "math_verify", "numpy", "outputs", "peft", "pytest", "referencing", "ruff", "setuptools",
-    "tensorboard", "tests", "tokenizers", "torch", "trackio", "train", "transformers", "trl", "unsloth",
-    "unsloth_zoo", "vllm", "wandb", "yaml",
+    "accelerate", "bitsandbytes", "chat", "configs", "data", "datasets", "deepspeed", "eval", "filter", "hypothesis",
+    "jsonschema", "liger_kernel", "math_verify", "merge", "numpy", "outputs", "peft", "plot", "pytest", "referencing",
+    "ruff", "setuptools", "tensorboard", "tests", "tokenizers", "torch", "trackio", "train", "transformers", "trl",
+    "unsloth", "unsloth_zoo", "vllm", "wandb", "yaml",
 }
 
 # (predicate, message): combinations the template refuses, each with the reason and what to pick instead.

@@ -115,6 +115,8 @@ def test_gold_scores_one_and_wrong_scores_zero():
 {%- set readme_correctness = "the answer block holds the reversed word" -%}
 {%- set readme_files = [] -%}
 {%- set readme_rewards = [] -%}
+{%- set readme_columns = [["question", "string", "yes", "a word"], ["answer", "string", "yes", "it reversed"]] -%}
+{%- set readme_chat_prompt = '"stressed"' -%}
 {% macro preset_settings(preset) %}{% endmacro %}
 ''',
 }

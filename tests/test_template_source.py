@@ -19,6 +19,7 @@ MARKERS = ("{{", "{%", "{#")
 def test_the_template_has_python_files():
     names = {str(p.relative_to(ROOT)) for p in PY_FILES}
     assert "hooks/pre_gen_project.py" in names and "{{cookiecutter.project_slug}}/train.py" in names
+    assert {"{{cookiecutter.project_slug}}/" + name for name in ("merge.py", "chat.py")} <= names  # the launchers
     assert any("_tasks/code/" in name for name in names)
 
 

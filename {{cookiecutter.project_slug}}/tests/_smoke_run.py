@@ -1,4 +1,5 @@
-"""One short smoke training shared by the eval and plot tests (trained once per session, on first use)."""
+"""Short smoke trainings shared by the tests (each trained once per session, on first use): a full fine-tune for
+the eval and plot tests, a LoRA run for the after-training tests (merge, chat)."""
 
 import subprocess
 import sys
@@ -24,6 +25,24 @@ def smoke_run(tmp_path_factory) -> Path:
         (out.parent / "train.stderr").write_text(done.stderr)  # for the warning checks (test_checkpoints.py)
         _runs["run"] = out
     return _runs["run"]
+
+
+def lora_run(tmp_path_factory) -> Path:
+    """The output_dir of a one-step LoRA smoke training with format priming: the adapter (adapter_config.json names
+    ``output_dir/format-primed`` as its base), the tokenizer and ``checkpoint-1``."""
+    if "lora" not in _runs:
+        out = tmp_path_factory.mktemp("lora-run") / "run"
+        done = subprocess.run(
+            [sys.executable, "train.py", "--config", "configs/smoke.yaml", "--output_dir", str(out),
+             "--max_steps", "1", "--save_steps", "1", "--format_priming_steps", "2", "--use_peft", "true",
+             "--lora_r", "4", "--max_completion_length", "16", "--num_generations", "2",
+             "--per_device_train_batch_size", "2"],
+            cwd=ROOT, capture_output=True, text=True, timeout=600, check=False,
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert (out / "adapter_config.json").is_file() and (out / "checkpoint-1" / "adapter_config.json").is_file()
+        _runs["lora"] = out
+    return _runs["lora"]
 
 
 def run_script(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:

@@ -82,6 +82,24 @@ def check_model_path(name: str, what: str = "model") -> None:
         raise EvalError(f"adapter {name!r} is not a directory (a peft LoRA dir with adapter_config.json)")
 
 
+PRIMED = "format-primed"  # the run's format-primed base model, <output_dir>/format-primed (train.py)
+
+
+def recorded_base(adapter_dir: Path, base: str) -> str:
+    """The base model named in an adapter's adapter_config.json. A run's format-primed base is recorded by the path
+    it had while training; when that path is gone (the run was moved, or trained from another directory), the
+    ``format-primed`` folder of the run that holds the adapter (or the checkpoint) is used."""
+    if os.path.exists(os.path.expanduser(base)):
+        return base
+    if Path(base).name == PRIMED:
+        for run in (adapter_dir, adapter_dir.parent):
+            if (run / PRIMED / "config.json").is_file():
+                return str(run / PRIMED)
+    if looks_like_path(base):
+        raise EvalError(f"the base model {base!r} named in {adapter_dir / 'adapter_config.json'} does not exist")
+    return base
+
+
 def resolve_model(model: str, adapter: str | None) -> tuple[str, str | None]:
     """(base model, adapter dir or None); a model dir that holds only an adapter is split into both."""
     check_model_path(model)
@@ -99,6 +117,7 @@ def resolve_model(model: str, adapter: str | None) -> tuple[str, str | None]:
             raise EvalError(f"{path / 'adapter_config.json'} names no base_model_name_or_path") from error
         if not base:
             raise EvalError(f"{path / 'adapter_config.json'} names no base model; pass it as --model with --adapter")
+        base = recorded_base(path, base)
         hub.check_available(base, "model", f"base_model_name_or_path of {path / 'adapter_config.json'}")
         return base, model
     if path.is_dir() and not (path / "config.json").is_file():
