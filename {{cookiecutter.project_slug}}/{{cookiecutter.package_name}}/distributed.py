@@ -8,14 +8,12 @@
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from .checkpoints import WEIGHT_FILES, is_model_dir, saved_model_files
-
-TRUE = {"1", "true", "yes", "on"}
+from .launch import deepspeed_file_stage, env_deepspeed_stage, is_true
 
 
 class SaveError(RuntimeError):
@@ -42,23 +40,12 @@ class LaunchEnv:
         return self.deepspeed or (self.fsdp and self.mixed_precision != "no")
 
 
-def _zero_stage_from_file(path: str) -> int | None:
-    try:
-        config = json.loads(Path(path).read_text(encoding="utf-8"))
-        return int(config["zero_optimization"]["stage"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-
-
 def launch_env(environ=None, training_args=None) -> LaunchEnv:
     """The launch as this process sees it, from the environment (and TrainingArguments' deepspeed/fsdp fields)."""
     env = os.environ if environ is None else environ
-    deepspeed = env.get("ACCELERATE_USE_DEEPSPEED", "").lower() in TRUE
-    stage_text = env.get("ACCELERATE_DEEPSPEED_ZERO_STAGE", "")
-    stage = int(stage_text) if stage_text.isdigit() else None
-    if deepspeed and stage is None and env.get("ACCELERATE_DEEPSPEED_CONFIG_FILE"):
-        stage = _zero_stage_from_file(env["ACCELERATE_DEEPSPEED_CONFIG_FILE"])
-    fsdp = env.get("ACCELERATE_USE_FSDP", "").lower() in TRUE
+    deepspeed = is_true(env.get("ACCELERATE_USE_DEEPSPEED", ""))
+    stage = env_deepspeed_stage(env) if deepspeed else None  # None: unknown, read as ZeRO-3 where it matters
+    fsdp = is_true(env.get("ACCELERATE_USE_FSDP", ""))
     mixed = env.get("ACCELERATE_MIXED_PRECISION", "no").lower()
     if training_args is not None:  # deepspeed/fsdp given to train.py directly, without accelerate launch
         ds_config = getattr(training_args, "deepspeed", None)
@@ -66,7 +53,7 @@ def launch_env(environ=None, training_args=None) -> LaunchEnv:
             deepspeed = True
             if stage is None:
                 stage = (ds_config.get("zero_optimization", {}).get("stage") if isinstance(ds_config, dict)
-                         else _zero_stage_from_file(str(ds_config)))
+                         else deepspeed_file_stage(str(ds_config)))
         if getattr(training_args, "fsdp", None):
             fsdp = True
         if getattr(training_args, "bf16", False):

@@ -44,7 +44,8 @@ class Launch:
         return "none"
 
 
-def _true(value: Any) -> bool:
+def is_true(value: Any) -> bool:
+    """An accelerate environment flag (``ACCELERATE_USE_DEEPSPEED=true`` etc.) read as a bool."""
     return str(value).strip().lower() in ("1", "true", "yes", "on")
 
 
@@ -57,7 +58,8 @@ def _fsdp_stage(strategy: Any, reshard_after_forward: Any) -> int:
     return 3
 
 
-def _deepspeed_file_stage(path: str) -> int | None:
+def deepspeed_file_stage(path: str) -> int | None:
+    """The ZeRO stage a DeepSpeed JSON config sets (0 without ``zero_optimization``); None when unreadable."""
     try:
         config = json.loads(Path(path).read_text(encoding="utf-8"))
         return int((config.get("zero_optimization") or {}).get("stage", 0))
@@ -65,17 +67,25 @@ def _deepspeed_file_stage(path: str) -> int | None:
         return None
 
 
+def env_deepspeed_stage(environ: Mapping[str, str]) -> int | None:
+    """The ZeRO stage of an accelerate DeepSpeed launch: its stage variable, else its config file; None when
+    neither says."""
+    stage = environ.get("ACCELERATE_DEEPSPEED_ZERO_STAGE", "")
+    if stage.isdigit():
+        return int(stage)
+    if environ.get("ACCELERATE_DEEPSPEED_CONFIG_FILE"):
+        return deepspeed_file_stage(environ["ACCELERATE_DEEPSPEED_CONFIG_FILE"])
+    return None
+
+
 def detect(environ: Mapping[str, str]) -> Launch | None:
     """The launch this process runs under, from its environment; None when nothing launched it (a plain python)."""
     world = int(environ.get("WORLD_SIZE") or 1)
     mixed = environ.get("ACCELERATE_MIXED_PRECISION", "")
-    if _true(environ.get("ACCELERATE_USE_DEEPSPEED", "")):
-        stage = environ.get("ACCELERATE_DEEPSPEED_ZERO_STAGE")
-        found = int(stage) if stage and stage.isdigit() else None
-        if found is None and environ.get("ACCELERATE_DEEPSPEED_CONFIG_FILE"):
-            found = _deepspeed_file_stage(environ["ACCELERATE_DEEPSPEED_CONFIG_FILE"])
+    if is_true(environ.get("ACCELERATE_USE_DEEPSPEED", "")):
+        found = env_deepspeed_stage(environ)
         return Launch(world, "deepspeed", found if found is not None else 0, mixed, "accelerate environment")
-    if _true(environ.get("ACCELERATE_USE_FSDP", "")):
+    if is_true(environ.get("ACCELERATE_USE_FSDP", "")):
         stage = _fsdp_stage(environ.get("FSDP_SHARDING_STRATEGY"), environ.get("FSDP_RESHARD_AFTER_FORWARD"))
         return Launch(world, "fsdp", stage, mixed, "accelerate environment")
     if world > 1:
@@ -103,7 +113,7 @@ def from_accelerate_config(path: str | Path) -> Launch:
         deepspeed = config.get("deepspeed_config") or {}
         stage = deepspeed.get("zero_stage")
         if stage is None and deepspeed.get("deepspeed_config_file"):
-            stage = _deepspeed_file_stage(str(deepspeed["deepspeed_config_file"]))
+            stage = deepspeed_file_stage(str(deepspeed["deepspeed_config_file"]))
         return Launch(world, "deepspeed", int(stage or 0), mixed, source)
     if kind == "FSDP":
         fsdp = config.get("fsdp_config") or {}
@@ -117,7 +127,7 @@ def from_training_config(config: Mapping[str, Any]) -> Launch | None:
     processes = max(1, int(config.get("num_processes") or 1))
     deepspeed = config.get("deepspeed")
     if isinstance(deepspeed, str) and deepspeed:
-        stage = _deepspeed_file_stage(deepspeed)
+        stage = deepspeed_file_stage(deepspeed)
         return Launch(processes, "deepspeed", stage or 0, "", f"deepspeed config {deepspeed}")
     if isinstance(deepspeed, dict):
         stage = int((deepspeed.get("zero_optimization") or {}).get("stage", 0))
