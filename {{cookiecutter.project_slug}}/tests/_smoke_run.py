@@ -41,8 +41,23 @@ def lora_run(tmp_path_factory) -> Path:
         )
         assert done.returncode == 0, done.stderr[-3000:]
         assert (out / "adapter_config.json").is_file() and (out / "checkpoint-1" / "adapter_config.json").is_file()
+        nonzero_adapter(out / "adapter_model.safetensors")
         _runs["lora"] = out
     return _runs["lora"]
+
+
+def nonzero_adapter(path: Path) -> None:
+    """Give the adapter's LoRA B matrices seeded random values. LoRA starts with B = 0, and one GRPO step leaves it
+    there when the group's rewards tie (zero advantage), so merging would otherwise be checked on a no-op adapter."""
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    weights = load_file(str(path))
+    generator = torch.Generator().manual_seed(0)
+    for name, tensor in weights.items():
+        if "lora_B" in name:
+            weights[name] = (torch.randn(tensor.shape, generator=generator) * 0.05).to(tensor.dtype)
+    save_file(weights, str(path), metadata={"format": "pt"})
 
 
 def run_script(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
