@@ -16,18 +16,14 @@ import os
 import sys
 from pathlib import Path
 
-from . import data
-from .eval_settings import EvalError, OneLineParser, looks_like_path, read_config
+from . import data, hub
+from .eval_settings import EvalError, OneLineParser, read_config
 
 SKIP_FILES = ["original/*", "*.gguf", "*.pth", "*.onnx", "onnx/*"]  # other runtimes' copies of the weights
 
 
 class DownloadError(ValueError):
     """A download that cannot happen; its message is one line that says what to fix."""
-
-
-def is_local_model(name: str, build_tiny: bool) -> bool:
-    return build_tiny or os.path.exists(os.path.expanduser(name)) or looks_like_path(name)
 
 
 def is_local_dataset(name: str) -> bool:
@@ -55,7 +51,7 @@ def hub_failure(kind: str, name: str, error: BaseException) -> DownloadError:
 def download_model(cfg: dict, log=print) -> str | None:
     """Fill the cache with the config's model; return its local snapshot folder (None when nothing to download)."""
     name = str(cfg.get("model_name_or_path") or "")
-    if not name or is_local_model(name, bool(cfg.get("build_tiny_model"))):
+    if not name or cfg.get("build_tiny_model") or not hub.is_hub_id(name):
         log(f"model {name!r}: a local model, nothing to download")
         return None
     from huggingface_hub import snapshot_download

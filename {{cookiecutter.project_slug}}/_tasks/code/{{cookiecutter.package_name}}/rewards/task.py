@@ -135,7 +135,6 @@ class Correctness:
             pass  # keep whatever was scored; a broken batch must not break a training step
         return scores
 
-
     def close(self) -> None:
         """Stop the sandbox's workers."""
         self.sandbox.close()
