@@ -18,7 +18,10 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def render_pyproject(context: dict) -> dict:
     raw = json.loads((ROOT / "cookiecutter.json").read_text())
-    answers = {key: (value[0] if isinstance(value, list) else value) for key, value in raw.items()}
+    # The answers only: cookiecutter's own keys (``_extensions``, ``_copy_without_render``) and the private ones
+    # (``__prompts__``, ``__refusals``) configure cookiecutter, not the pyproject.
+    answers = {key: (value[0] if isinstance(value, list) else value) for key, value in raw.items()
+               if not key.startswith("_")}
     answers.update(project_slug="grpo-reasoner", package_name="grpo_reasoner", **context)
     env = StrictEnvironment(context={"cookiecutter": answers}, keep_trailing_newline=True)
     # the loader cookiecutter uses: the project template dir (the task folders' _task.jinja) and templates/
