@@ -1,5 +1,6 @@
 import importlib.util
 import json
+import sys
 from pathlib import Path
 
 import jinja2
@@ -8,6 +9,10 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 TEMPLATE = ROOT / "{{cookiecutter.project_slug}}"
 OPTIONS = json.loads((ROOT / "cookiecutter.json").read_text())  # the questions, as cookiecutter passes them to hooks
+# pytest-cookies renders the answers itself, outside cookiecutter's import patch for the template's directory, so
+# the template's Jinja extension (local_extensions.py, named in _extensions) must be importable from here too.
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
 
 
 def task_names() -> list[str]:
