@@ -13,6 +13,7 @@ from pathlib import Path
 from . import task
 from .answer_format import FORMAT
 from .checkpoints import atomic_dir, is_model_dir
+from .data import build_prompt
 
 CHAT_TEMPLATE = Path(__file__).with_name("chat_template.jinja")
 SPECIAL_TOKENS = ["<pad>", "<|im_start|>", "<|im_end|>", "<unk>"]
@@ -23,8 +24,9 @@ def format_tokens() -> list[str]:
 
 
 def corpus(data_file: str | Path) -> list[str]:
-    """Every string of every row of a JSONL file (or of the ``curriculum:N`` rows) and each row's gold completion:
-    the tokenizer's corpus."""
+    """Every string of every row of a JSONL file (or of the ``curriculum:N`` rows), each row's prompt as the chat
+    template lays it out (system prompt and role names) and its gold completion: the tokenizer's corpus. With the
+    prompt in the corpus it becomes a few dozen tokens instead of hundreds of single characters."""
     texts: list[str] = []
 
     def walk(value) -> None:
@@ -44,6 +46,7 @@ def corpus(data_file: str | Path) -> list[str]:
         rows = [json.loads(line) for line in lines if line.strip()]
     for row in rows:
         walk(row)
+        texts.extend(f"{message['role']}\n{message['content']}" for message in build_prompt(row))
         texts.append(task.gold_completion(row))
     return texts
 
