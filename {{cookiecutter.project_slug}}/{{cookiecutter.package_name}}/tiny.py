@@ -26,7 +26,7 @@ def format_tokens() -> list[str]:
 def corpus(data_file: str | Path) -> list[str]:
     """Every string of every row of a JSONL file (or of the ``curriculum:N`` rows), each row's prompt as the chat
     template lays it out (system prompt and role names) and its gold completion: the tokenizer's corpus. With the
-    prompt in the corpus it becomes a few dozen tokens instead of hundreds of single characters."""
+    prompt in the corpus its words become tokens instead of single characters."""
     texts: list[str] = []
 
     def walk(value) -> None:
