@@ -59,7 +59,8 @@ def training_python(root: Path) -> str | None:
     return None
 
 
-def run_step(name: str, command: list[str], root: Path, timeout: float) -> bool:
+def run_step(name: str, command: list[str], root: Path, timeout: float, show: str = "") -> bool:
+    """Run one smoke step in the project; print its stdout (only the lines starting with ``show`` when given)."""
     print(f"smoke: {name}: {' '.join(command)}", flush=True)
     try:
         env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}  # leave no __pycache__ behind in the new project
@@ -68,8 +69,9 @@ def run_step(name: str, command: list[str], root: Path, timeout: float) -> bool:
     except subprocess.TimeoutExpired:
         print(f"SMOKE FAILED at step '{name}': no result after {timeout:.0f} s")
         return False
-    if done.stdout.strip():
-        print(done.stdout.rstrip())
+    lines = [line for line in done.stdout.rstrip().splitlines() if line.startswith(show)]
+    if lines:
+        print("\n".join(lines))
     if done.returncode != 0:
         tail = "\n".join((done.stderr or "").strip().splitlines()[-15:])
         print(f"SMOKE FAILED at step '{name}' (exit {done.returncode}):\n{tail}")
@@ -93,7 +95,9 @@ def smoke(root: Path, context: dict) -> bool:
             f"  cd {root} && pip install torch==2.13.0 && pip install -e '.[dev]' && {command}"
         )
         return True
-    return run_step("smoke training", [python, "train.py", "--config", "configs/smoke.yaml"], root, SMOKE_TIMEOUT_S)
+    # train.py's last line is the health verdict with the rise of correctness it rests on (health.py)
+    return run_step("smoke training", [python, "train.py", "--config", "configs/smoke.yaml"], root, SMOKE_TIMEOUT_S,
+                    show="health:")
 
 
 def next_path(root: Path, environ=os.environ) -> str:

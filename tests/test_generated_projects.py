@@ -24,6 +24,8 @@ def test_generated_project_tests_pass(cookies, task):
     max_steps = yaml.safe_load((root / "configs" / "smoke.yaml").read_text())["max_steps"]
     state = json.loads((root / "outputs" / "smoke" / f"checkpoint-{max_steps}" / "trainer_state.json").read_text())
     assert state["global_step"] == max_steps  # the hook's smoke training ran to the end
+    health = json.loads((root / "outputs" / "smoke" / "health.json").read_text())
+    assert health["verdict"] == "learning", health["reasons"]  # and learnt (its correctness rose)
 
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=root,
                           capture_output=True, text=True, timeout=1200, check=False)

@@ -156,6 +156,19 @@ def test_full_smoke_without_torch_prints_the_command(tmp_path, defaults, capsys,
     assert "python train.py --config configs/smoke.yaml" in capsys.readouterr().out
 
 
+def test_full_smoke_prints_only_the_training_runs_health_line(tmp_path, defaults, capsys, monkeypatch):
+    (tmp_path / "_tasks" / defaults["task"] / "grpo_reasoner").mkdir(parents=True)
+    (tmp_path / "_tasks" / defaults["task"] / "grpo_reasoner" / "__init__.py").write_text("")
+    (tmp_path / "_tasks" / defaults["task"] / "grpo_reasoner" / "selfcheck.py").write_text("print('[ok] fine')\n")
+    (tmp_path / "train.py").write_text("print({'loss': 0.1})\nprint('health: learning: rewards/correctness/mean "
+                                       "0.100 -> 0.500 (+0.400)')\n")
+    monkeypatch.setattr(post, "training_python", lambda root: sys.executable)
+    assert post.main({**defaults, "smoke_test": "full"}, root=tmp_path) == 0
+    out = capsys.readouterr().out
+    assert "[ok] fine" in out and "health: learning: rewards/correctness/mean 0.100 -> 0.500 (+0.400)" in out
+    assert "'loss'" not in out
+
+
 def test_hook_sources_take_answers_only_as_data():
     expected = {
         "pre_gen_project": "    sys.exit(main(json.loads(r'''{{ cookiecutter | tojson }}'''), "

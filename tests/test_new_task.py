@@ -111,6 +111,8 @@ def test_gold_scores_one_and_wrong_scores_zero():
 } -%}
 {%- set dependencies = [] -%}
 {%- set smoke_max_completion_length = 32 -%}
+{%- set smoke_max_steps = 30 -%}
+{%- set readme_curriculum = ["reverse three-letter words", "reverse other three-letter words"] -%}
 {%- set readme_data = "Default: the bundled sample of words to reverse." -%}
 {%- set readme_correctness = "the answer block holds the reversed word" -%}
 {%- set readme_files = [] -%}

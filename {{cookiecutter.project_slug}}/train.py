@@ -2,7 +2,7 @@
 
     python train.py                                   # the project's default GPU preset
     python train.py --config configs/24gb.yaml        # another GPU preset
-    python train.py --config configs/smoke.yaml       # tiny random model on the sample data, CPU, about a minute
+    python train.py --config configs/smoke.yaml       # tiny random model on the smoke curriculum, CPU, 1-2 min
     python train.py --config configs/24gb.yaml --learning_rate 5e-6 --max_steps 200   # CLI overrides win
 
 Every hyperparameter lives in the YAML config: GRPOConfig fields, TRL's ModelConfig fields, the script arguments

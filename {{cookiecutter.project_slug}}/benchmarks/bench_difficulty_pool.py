@@ -2,7 +2,7 @@
 without and with ``difficulty_pool``, and compare ``frac_reward_zero_std`` (TRL's share of groups whose rewards
 all match) averaged over the GRPO steps.
 
-    python benchmarks/bench_difficulty_pool.py                                   # the smoke config's 30 steps
+    python benchmarks/bench_difficulty_pool.py                                   # the smoke config's steps
     python benchmarks/bench_difficulty_pool.py --max_steps 60 --retire_after 1 --revisit_prob 0.1
 
 Prints both means (TRL logs the share for the weighted total reward; the pool watches correctness), the mean reward

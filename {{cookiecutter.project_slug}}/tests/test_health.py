@@ -13,7 +13,7 @@ health = mod("health")
 CONFIG = health.HealthConfig()
 
 
-def log(steps: int = 40, **overrides) -> list[dict]:
+def log(steps: int = 60, **overrides) -> list[dict]:
     """A healthy GRPO log: correctness and total reward rise, spread stays, lengths sane. ``overrides`` maps a key
     to a function of the step (0-based) that replaces the healthy value."""
     history = []
@@ -73,6 +73,16 @@ def test_the_condition_fires_at_the_step_it_became_true():
     assert found["zero_std_groups"][0] == 20 + CONFIG.window  # step numbers are 1-based: 21 .. 30
 
 
+def test_the_format_improving_first_is_not_reward_hacking():
+    # the first 30 steps: only the format term rises; then correctness rises too (a healthy smoke run's shape)
+    early = log(**{"rewards/correctness/mean": lambda i: 0.1 if i < 30 else 0.1 + 0.02 * (i - 30)})
+    for end in range(1, len(early)):
+        assert "reward_hacking" not in health.detect(early[:end], CONFIG), end
+    flat = log(**CONDITIONS["reward_hacking"])
+    assert "reward_hacking" not in health.detect(flat[: 5 * CONFIG.window - 1], CONFIG)
+    assert "reward_hacking" in health.detect(flat[: 5 * CONFIG.window], CONFIG)
+
+
 def test_a_short_spike_is_not_a_window():
     history = log(frac_reward_zero_std=lambda i: 1.0 if 10 <= i < 15 else 0.2)
     assert health.detect(history, CONFIG) == {}
@@ -118,6 +128,10 @@ def test_callback_warns_once_per_condition_and_writes_health_json(tmp_path):
     written = json.loads((tmp_path / "out" / "health.json").read_text())
     assert written["verdict"] == "suspect" and set(written["warnings"]) == {"entropy_collapse"}
     assert written["warnings"]["entropy_collapse"]["step"] == 35
+    ev = written["evidence"]
+    last = stream.getvalue().strip().splitlines()[-1]
+    assert last.startswith("health: suspect: rewards/correctness/mean ")
+    assert f"({ev['signal_delta']:+.3f})" in last and f"of {ev['logged_steps']} steps" in last
 
 
 def test_only_the_main_process_writes(tmp_path):

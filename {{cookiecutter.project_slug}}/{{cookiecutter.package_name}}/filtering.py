@@ -211,7 +211,7 @@ def build_tiny_if_asked(settings: evaluate.Settings, model: str) -> None:
     if settings.get("build_tiny_model", False) and not (Path(model) / "config.json").is_file():
         from . import tiny
 
-        tiny.build_tiny_model(model, settings.get("dataset_name", ""))
+        tiny.build_tiny_model(model, settings.get("dataset_name", ""), system_prompt=settings.get("system_prompt"))
 
 
 def sample_pending(

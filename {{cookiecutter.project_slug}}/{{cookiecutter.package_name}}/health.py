@@ -13,8 +13,9 @@ Conditions (each warns once, naming the setting to change):
 * ``zero_std_groups``: ``frac_reward_zero_std`` >= ``zero_std_max`` for ``window`` logged steps in a row: every
   completion of a prompt scored the same, so those prompts give no gradient (too easy or too hard);
 * ``reward_std_collapse``: ``reward_std`` below ``reward_std_min`` for ``window`` steps in a row;
-* ``reward_hacking``: the total reward rose by ``rise_min`` while correctness moved less than ``flat_max``: the
-  gain comes from the format, length or repetition terms;
+* ``reward_hacking``: the total reward rose by ``rise_min`` while correctness moved less than ``flat_max`` (first vs
+  last 20% of the logged steps, judged from ``5 * window`` steps on, so that a few early steps where the format
+  improves first do not count): the gain comes from the format, length or repetition terms;
 * ``length_exploding`` / ``length_collapse``: ``completions/clipped_ratio`` >= ``clipped_max``, or
   ``completions/mean_length`` <= ``min_length`` tokens, averaged over the last ``window`` steps;
 * ``entropy_collapse``: mean token ``entropy`` below ``entropy_min`` over the last ``window`` steps;
@@ -123,7 +124,7 @@ def detect(history: list[dict], config: HealthConfig, beta: float = 0.0) -> dict
     if (step := _streak(spread, lambda v: v < config.reward_std_min, w)) is not None:
         found["reward_std_collapse"] = (step, f"reward_std < {config.reward_std_min} for {w} steps")
     total, signal = series(history, "reward"), series(history, SIGNAL_KEY)
-    if len(total) >= 2 * w and len(signal) >= 2 * w:
+    if len(total) >= 5 * w and len(signal) >= 5 * w:  # each 20% window spans at least ``window`` steps
         t0, t1 = window_means([v for _, v in total])
         c0, c1 = window_means([v for _, v in signal])
         if t1 - t0 >= config.rise_min and abs(c1 - c0) < config.flat_max:
@@ -207,7 +208,21 @@ class HealthMonitor(TrainerCallback):
             return
         result = report(state.log_history, self.config, self.beta, self.fired)
         path = write(result, args.output_dir)
-        print(f"health: {result['verdict']} ({path})", file=self.stream or sys.stderr, flush=True)
+        print(summary(result, path), file=self.stream or sys.stdout, flush=True)
+
+
+def summary(result: dict, path: str | Path) -> str:
+    """One line: the verdict and the rise it rests on, e.g. ``health: learning: rewards/correctness/mean 0.412 ->
+    0.871 (+0.459), total reward 0.80 -> 1.52, first vs last 20% of 150 steps (outputs/smoke/health.json)``."""
+    evidence = result["evidence"]
+    line = f"health: {result['verdict']}"
+    if "signal_delta" in evidence:
+        line += (f": {evidence['signal']} {evidence['signal_first_20pct']:.3f} -> {evidence['signal_last_20pct']:.3f}"
+                 f" ({evidence['signal_delta']:+.3f})")
+        if "reward_first_20pct" in evidence:
+            line += f", total reward {evidence['reward_first_20pct']:.3f} -> {evidence['reward_last_20pct']:.3f}"
+        line += f", first vs last 20% of {evidence['logged_steps']} steps"
+    return f"{line} ({path})"
 
 
 def write(result: dict, output_dir: str | Path) -> Path:

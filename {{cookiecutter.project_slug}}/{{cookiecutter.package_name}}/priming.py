@@ -14,6 +14,7 @@ as one process; a multi-process or ZeRO-3 launch needs the primed model made bef
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 
@@ -50,12 +51,15 @@ def prime(
     revision: str | None = None,
     trust_remote_code: bool = False,
     max_prompt_length: int | None = None,
+    target_loss: float | None = None,
 ) -> Path:
     """Fine-tune ``model_path`` on the rows' gold completions for ``steps`` steps; save to ``out_dir``.
 
-    The model loads in ``dtype`` (the config's; None = float32, as GRPOTrainer loads it) on the first GPU when
-    there is one and ``use_cpu`` is off, else on the CPU. Rows whose prompt is longer than ``max_prompt_length``
-    tokens are left out, as GRPO leaves them out (one huge row would otherwise size every padded batch)."""
+    The learning rate decays from ``learning_rate`` to a tenth of it over ``steps`` (cosine), which lets the loss
+    settle instead of bouncing at a constant rate. With ``target_loss`` priming stops early, at the first multiple
+    of 10 steps where the mean loss of the last 10 steps is below it (the gold completions are learnt), so
+    ``steps`` is then a cap.
+    """
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -81,8 +85,12 @@ def prime(
             raise DataError(f"every format priming row is longer than max_prompt_length={max_prompt_length} tokens")
         examples = kept
     optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate)
+    schedule = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda step: 0.1 + 0.45 * (1 + math.cos(math.pi * min(step, steps) / max(1, steps)))
+    )
     generator = torch.Generator().manual_seed(seed)
     pad = tokenizer.pad_token_id
+    recent: list[float] = []
     for step in range(steps):
         batch = [examples[i] for i in torch.randint(len(examples), (batch_size,), generator=generator).tolist()]
         width = max(len(ids) for ids, _ in batch)
@@ -93,8 +101,19 @@ def prime(
         loss.backward()
         optimizer.step()
         optimizer.zero_grad()
+        schedule.step()
+        recent = [*recent[-9:], loss.item()]
         if step == 0 or (step + 1) % 10 == 0 or step + 1 == steps:
             log(f"format priming step {step + 1}/{steps}: loss {loss.item():.3f}")
+        if target_loss is not None and (step + 1) % 10 == 0 and sum(recent) / len(recent) < target_loss:
+            log(f"format priming done at step {step + 1}: mean loss of the last 10 steps "
+                f"{sum(recent) / len(recent):.4f} < format_priming_target_loss {target_loss}")
+            break
+    else:
+        if target_loss is not None:
+            log(f"warning: format priming ended at its cap of {steps} steps with mean loss "
+                f"{sum(recent) / max(1, len(recent)):.4f}, above format_priming_target_loss {target_loss}: "
+                "raise format_priming_steps or format_priming_lr")
     with atomic_dir(out) as partial:  # a kill mid-save leaves <out>.partial, never a half-written <out>
         model.save_pretrained(partial)
         tokenizer.save_pretrained(partial)
@@ -126,7 +145,7 @@ def prime_from_config(settings: dict, out_dir: str | Path | None = None, steps: 
         raise ValueError("format_priming_steps is 0 in this config: pass --steps N")
     model_path = settings["model_name_or_path"]
     if settings.get("build_tiny_model"):
-        tiny.build_tiny_model(model_path, settings["dataset_name"])
+        tiny.build_tiny_model(model_path, settings["dataset_name"], system_prompt=settings.get("system_prompt"))
     out = Path(out_dir) if out_dir else Path(settings.get("output_dir") or "outputs") / "format-primed"
     train, _ = data.load_splits(
         settings["dataset_name"],
@@ -139,9 +158,11 @@ def prime_from_config(settings: dict, out_dir: str | Path | None = None, steps: 
     return prime(
         model_path,
         out,
-        train.select(range(min(len(train), PRIMING_ROWS))).to_list(),
+        data.priming_rows(settings["dataset_name"], train, limit=PRIMING_ROWS, seed=int(settings.get("seed", 42))),
         steps=steps,
         learning_rate=float(settings.get("format_priming_lr", 3e-3)),
+        batch_size=int(settings.get("format_priming_batch_size", 8)),
+        target_loss=settings.get("format_priming_target_loss"),
         seed=int(settings.get("seed", 42)),
         system_prompt=settings.get("system_prompt"),
         log=log,

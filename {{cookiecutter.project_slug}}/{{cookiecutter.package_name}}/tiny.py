@@ -1,8 +1,9 @@
 """A tiny random-weight causal LM with a locally trained tokenizer, for smoke runs and tests (no hub).
 
-The tokenizer is a byte-level BPE trained on the task's sample data, with the format's tags and ChatML markers as
-single tokens and the chat template in ``chat_template.jinja``. The model is a 2-layer Llama with random weights.
-Both are saved with ``save_pretrained``, so the training script loads them exactly like a hub model.
+The tokenizer is a byte-level BPE trained on the run's data (a JSONL file or the smoke curriculum), with the
+format's tags and ChatML markers as single tokens and the chat template in ``chat_template.jinja``. The model is a
+2-layer Llama with random weights. Both are saved with ``save_pretrained``, so the training script loads them
+exactly like a hub model.
 """
 
 from __future__ import annotations
@@ -23,10 +24,10 @@ def format_tokens() -> list[str]:
     return [tag for t in FORMAT.tags for tag in (FORMAT.open(t), FORMAT.close(t))]
 
 
-def corpus(data_file: str | Path) -> list[str]:
+def corpus(data_file: str | Path, system_prompt: str | None = None) -> list[str]:
     """Every string of every row of a JSONL file (or of the ``curriculum:N`` rows), each row's prompt as the chat
-    template lays it out (system prompt and role names) and its gold completion: the tokenizer's corpus. With the
-    prompt in the corpus its words become tokens instead of single characters."""
+    template lays it out (``system_prompt``, else the task's, and the role names) and its gold completion: the
+    tokenizer's corpus. With the prompt in the corpus its words become tokens instead of single characters."""
     texts: list[str] = []
 
     def walk(value) -> None:
@@ -46,7 +47,7 @@ def corpus(data_file: str | Path) -> list[str]:
         rows = [json.loads(line) for line in lines if line.strip()]
     for row in rows:
         walk(row)
-        texts.extend(f"{message['role']}\n{message['content']}" for message in build_prompt(row))
+        texts.extend(f"{message['role']}\n{message['content']}" for message in build_prompt(row, system_prompt))
         texts.append(task.gold_completion(row))
     return texts
 
@@ -59,6 +60,7 @@ def build_tiny_model(
     hidden_size: int = 64,
     num_layers: int = 2,
     seed: int = 0,
+    system_prompt: str | None = None,
 ) -> Path:
     """Build (or reuse, if ``out_dir`` already holds one) the tiny model and tokenizer; returns ``out_dir``."""
     out = Path(out_dir)
@@ -81,7 +83,7 @@ def build_tiny_model(
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,
     )
-    bpe.train_from_iterator([*corpus(data_file), *extra_texts], trainer)
+    bpe.train_from_iterator([*corpus(data_file, system_prompt), *extra_texts], trainer)
     bpe.add_tokens(format_tokens())
     tokenizer = PreTrainedTokenizerFast(
         tokenizer_object=bpe, eos_token="<|im_end|>", pad_token="<pad>", unk_token="<unk>"

@@ -39,7 +39,9 @@ def main(
     )
     if script_args.build_tiny_model:
         with training_args.main_process_first(desc="tiny model"):  # built once, reused by the other ranks
-            tiny.build_tiny_model(model_args.model_name_or_path, script_args.dataset_name)
+            tiny.build_tiny_model(
+                model_args.model_name_or_path, script_args.dataset_name, system_prompt=script_args.system_prompt
+            )
     if script_args.format_priming_steps > 0:
         primed = os.path.join(training_args.output_dir, "format-primed")
         # The main process primes (only it may save under torch.distributed); the others wait, then reuse it.
@@ -51,6 +53,8 @@ def main(
                     data.priming_rows(script_args.dataset_name, train_split, seed=training_args.seed),
                     steps=script_args.format_priming_steps,
                     learning_rate=script_args.format_priming_lr,
+                    batch_size=script_args.format_priming_batch_size,
+                    target_loss=script_args.format_priming_target_loss,
                     seed=training_args.seed,
                     system_prompt=script_args.system_prompt,
                     dtype=model_args.dtype,

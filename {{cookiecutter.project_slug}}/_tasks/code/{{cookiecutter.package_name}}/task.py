@@ -107,26 +107,29 @@ def gold_completion(row: dict) -> str:
 
 
 def generate_curriculum(n: int, seed: int = 0, part: str = "train") -> list[dict]:
-    """``n`` one-line function problems (``f(x)`` returns ``x + c``, ``x - c`` or ``x * c``), sampled with ``seed``.
+    """``n`` two-argument functions that return one of their arguments, sampled with ``seed``.
 
-    The smoke curriculum (``dataset_name: curriculum:N``): the tests pin the operator and the constant. The problems
-    are split once and for all into a ``priming`` part (format priming's gold completions) and a disjoint ``train``
-    part (the GRPO rows), so any rise of correctness on the GRPO rows is GRPO's doing.
+    The smoke curriculum (``dataset_name: curriculum:N``), a task a tiny model can learn with GRPO. Format priming
+    learns the format and one rule from the ``priming`` part: ``f`` returns its first argument. In the GRPO rows
+    (``train`` part) ``f`` returns the first or the second argument, half each; the tests call ``f(3, 8)`` and
+    ``f(5, 2)``, so only the argument the question names passes, and GRPO has to learn to return that one. The
+    argument names are pairs of letters, split once and for all between the two parts, so they share no question.
     """
     import random
     import zlib
 
-    problems = [(op, c) for op in "+-*" for c in range(2, 10)]
-    chosen = [p for p in problems if (zlib.crc32(repr(p).encode()) % 3 == 0) == (part == "priming")]
+    pairs = [(x, y) for x in "abcdpqrsuvw" for y in "abcdpqrsuvw" if x != y]
+    chosen = [p for p in pairs if (zlib.crc32("".join(p).encode()) % 3 == 0) == (part == "priming")]
     rng = random.Random(seed)
     rows = []
     for _ in range(n):
-        op, c = rng.choice(chosen)
-        results = [x + c if op == "+" else x - c if op == "-" else x * c for x in (1, 4, 7)]
+        first, second = rng.choice(chosen)
+        returned = first if part == "priming" else rng.choice([first, second])
+        position = 0 if returned == first else 1
         rows.append({
-            "question": f"Write a function f(x) that returns x {op} {c}.",
-            "tests": [f"assert f({x}) == {y}" for x, y in zip((1, 4, 7), results, strict=True)],
+            "question": f"Write a function f({first}, {second}) that returns {returned}.",
+            "tests": [f"assert f({x}, {y}) == {(x, y)[position]}" for x, y in [(3, 8), (5, 2)]],
             "entry_point": "f",
-            "solution": f"def f(x):\n    return x {op} {c}",
+            "solution": f"def f({first}, {second}):\n    return {returned}",
         })
     return rows

@@ -123,27 +123,28 @@ def generate_rows(n: int, seed: int = 0) -> list[dict]:
 
 
 def generate_curriculum(n: int, seed: int = 0, part: str = "train") -> list[dict]:
-    """``n`` copy tasks: put one or two fields named in a short text into a JSON object, sampled with ``seed``.
+    """``n`` extractions of one name from a short text into ``{"name": ...}``, sampled with ``seed``.
 
-    The smoke curriculum (``dataset_name: curriculum:N``). The problems are split once and for all into a
-    ``priming`` part (format priming's gold completions) and a disjoint ``train`` part (the GRPO rows), so any rise
-    of correctness on the GRPO rows is GRPO's doing.
+    The smoke curriculum (``dataset_name: curriculum:N``), a task a tiny model can learn with GRPO. Format priming
+    learns the format and to copy a name from the ``priming`` part: texts that name one person, in varied places. The
+    GRPO rows (``train`` part) name two people, ``A wrote to B.``, and ask for the sender or the recipient, half
+    each: copying a name is right half the time, and GRPO has to learn which of the two the question asks for.
     """
     import random
-    import zlib
 
-    problems = [(name, ticket) for name in _FIRST for ticket in [None, *range(10)]]
-    chosen = [p for p in problems if (zlib.crc32(repr(p).encode()) % 3 == 0) == (part == "priming")]
     rng = random.Random(seed)
+    schema = json.dumps({"type": "object", "additionalProperties": False, "required": ["name"],
+                         "properties": {"name": {"type": "string"}}})
+    places = ["The user is {}.", "{} is the user.", "Mail from {} arrived.", "A note to {} came."]
     rows = []
     for _ in range(n):
-        name, ticket = rng.choice(chosen)
-        if ticket is None:
-            text, gold = f"The user is {name}. Extract the name.", {"name": name}
+        if part == "priming":
+            name = rng.choice(_FIRST)
+            text = f"{rng.choice(places).format(name)} Extract the name."
         else:
-            text, gold = f"Ticket {ticket} is from {name}. Extract the ticket and the name.", {"ticket": ticket,
-                                                                                          "name": name}
-        props = {key: {"type": "integer" if key == "ticket" else "string"} for key in gold}
-        schema = {"type": "object", "additionalProperties": False, "required": list(gold), "properties": props}
-        rows.append({"question": text, "schema": json.dumps(schema), "answer": json.dumps(gold)})
+            sender, recipient = rng.sample(_FIRST, 2)
+            role = rng.choice(["sender", "recipient"])
+            name = sender if role == "sender" else recipient
+            text = f"{sender} wrote to {recipient}. Extract the {role}."
+        rows.append({"question": text, "schema": schema, "answer": json.dumps({"name": name})})
     return rows

@@ -67,21 +67,21 @@ def gold_completion(row: dict) -> str:
 
 
 def generate_curriculum(n: int, seed: int = 0, part: str = "train") -> list[dict]:
-    """``n`` single-step arithmetic rows (``a + b`` and ``a - b``, 0 <= b <= a <= 5 for ``-``), sampled with ``seed``.
+    """``n`` one-step identities whose answer is one of the operands, sampled with ``seed``.
 
-    The smoke curriculum (``dataset_name: curriculum:N``): easy enough that a tiny model can learn it with GRPO. The
-    problems are split once and for all into a ``priming`` part (format priming's gold completions) and a
-    disjoint ``train`` part (the GRPO rows), so any rise of correctness on the GRPO rows is GRPO's doing.
+    The smoke curriculum (``dataset_name: curriculum:N``), a task a tiny model can learn with GRPO. Format priming
+    learns the format and one rule from the ``priming`` part: ``a + 0`` and ``a - 0`` (a in 0..9) are ``a``, copy the
+    first operand. The GRPO rows (``train`` part, disjoint) are ``a * 1``, ``1 * a`` and ``0 + a`` (a in 2..9):
+    copying the first operand answers a third of them, and GRPO has to learn to copy the operand that is neither 0
+    nor 1.
     """
     import random
-    import zlib
 
-    problems = [(a, op, b) for a in range(6) for b in range(6) for op in "+-" if op == "+" or a >= b]
-    chosen = [p for p in problems if (zlib.crc32(repr(p).encode()) % 3 == 0) == (part == "priming")]
     rng = random.Random(seed)
+    forms = ["{a} + 0", "{a} - 0"] if part == "priming" else ["{a} * 1", "1 * {a}", "0 + {a}"]
     rows = []
     for _ in range(n):
-        a, op, b = rng.choice(chosen)
-        value = a + b if op == "+" else a - b
-        rows.append({"question": f"What is {a} {op} {b}?", "answer": f"{a} {op} {b} = {value}\n#### {value}"})
+        a = rng.randrange(0 if part == "priming" else 2, 10)
+        question = rng.choice(forms).format(a=a)
+        rows.append({"question": f"What is {question}?", "answer": str(a)})
     return rows
