@@ -6,6 +6,7 @@ task's own ``task.COLUMNS``, and two runs of the real ``train.py`` that check it
 """
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -61,7 +62,7 @@ def test_config_errors_are_one_line_before_the_data_loads(run_cli, case):
 def test_text_the_parser_converts_is_not_refused(tmp_path):
     """YAML reads ``1e-5`` (no dot) and quoted numbers as text; the parser converts them, so they are fine."""
     path = tmp_path / "config.yaml"
-    text = SMOKE_TEXT.replace("learning_rate: 1.0e-3", "learning_rate: 1e-5")
+    text = re.sub(r"^learning_rate: .*$", "learning_rate: 1e-5", SMOKE_TEXT, count=1, flags=re.MULTILINE)
     text = text.replace("max_prompt_length: 384", 'max_prompt_length: "384"')
     assert "1e-5" in text and '"384"' in text
     path.write_text(text + "lora_target_modules: all-linear\n", encoding="utf-8")

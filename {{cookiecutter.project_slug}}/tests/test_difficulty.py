@@ -11,6 +11,7 @@ from collections import Counter
 from types import SimpleNamespace
 
 import pytest
+import yaml
 from _pkg import mod
 from _smoke_run import ROOT
 
@@ -130,6 +131,10 @@ POOL_ARGS = ["--difficulty_pool", "true", "--pool_retire_after", "1", "--pool_re
              "--format_priming_steps", "5", "--logging_steps", "1"]
 
 
+SMOKE = yaml.safe_load((ROOT / "configs" / "smoke.yaml").read_text())
+PROMPTS_PER_STEP = SMOKE["per_device_train_batch_size"] // SMOKE["num_generations"]  # one process's prompts per step
+
+
 def train_command(out, steps, save_steps, *extra):
     return [*extra, "train.py", "--config", "configs/smoke.yaml", "--output_dir", str(out),
             "--max_steps", str(steps), "--save_steps", str(save_steps), "--save_total_limit", "10", *POOL_ARGS]
@@ -156,7 +161,7 @@ def test_smoke_run_with_the_pool_logs_counts_and_resumes_after_a_kill(tmp_path):
     saved = max(int(p.name.split("-")[1]) for p in out.glob("checkpoint-*")
                 if (p / "trainer_state.json").is_file() and (p / difficulty.STATE_FILE).is_file())
     before = pool_state(out, saved)
-    prompts_per_step = 2  # smoke: 8 completions per step = 2 prompts x 4 generations
+    prompts_per_step = PROMPTS_PER_STEP
     assert sum(before["visits"]) == saved * prompts_per_step
 
     second = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
@@ -186,6 +191,6 @@ def test_two_processes_keep_one_pool(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     state = pool_state(out, steps)
     assert state["ranks_agreed"] == 2  # both ranks' digests were gathered and equal at the checkpoint
-    assert sum(state["visits"]) == steps * 4  # 2 processes x 8 completions / 4 generations = 4 prompts per step
+    assert sum(state["visits"]) == steps * 2 * PROMPTS_PER_STEP  # 2 processes, each its own prompts per step
     log = json.loads((out / f"checkpoint-{steps}" / "trainer_state.json").read_text())["log_history"]
     assert Counter("pool/retired" in e for e in log if "reward" in e)[True] == steps

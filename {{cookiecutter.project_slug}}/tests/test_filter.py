@@ -73,8 +73,21 @@ def test_cache_survives_a_line_cut_short(tmp_path):
     assert sorted(filtering.read_cache(cache)) == ["a", "c"]
 
 
+def sample_config(out: Path) -> Path:
+    """The smoke config on the bundled sample rows (a file, as users filter), with its own tiny model next to
+    ``out``; the smoke config itself trains on the generated curriculum."""
+    import yaml
+
+    settings = yaml.safe_load((ROOT / "configs" / "smoke.yaml").read_text())
+    settings.update(dataset_name="data/sample.jsonl", model_name_or_path=str(out.parent / "tiny-sample"),
+                    system_prompt=None)
+    config = out.parent / "smoke-sample.yaml"
+    config.write_text(yaml.safe_dump(settings))
+    return config
+
+
 def command(out: Path, *extra: str, low: str = "0", high: str = "1") -> list[str]:
-    return [sys.executable, "filter.py", "--config", "configs/smoke.yaml", "--samples", "2", "--batch_size", "1",
+    return [sys.executable, "filter.py", "--config", str(sample_config(out)), "--samples", "2", "--batch_size", "1",
             "--low", low, "--high", high, "--output", str(out), *extra]
 
 

@@ -234,7 +234,7 @@ def _local_columns(path: Path) -> list[str]:
 
 def check_dataset(config: dict[str, Any], machine: Machine, required: tuple[str, ...], root: Path = ROOT) -> Check:
     name = str(config.get("dataset_name") or "")
-    if name.startswith("generate:"):
+    if name.startswith(("generate:", "curriculum:")):  # the task's own generator or smoke curriculum
         return Check("dataset", OK, f"{name}: generated locally")
     local = Path(name) if Path(name).is_absolute() else root / name
     if local.suffix in (".jsonl", ".json", ".csv", ".parquet") or local.exists():

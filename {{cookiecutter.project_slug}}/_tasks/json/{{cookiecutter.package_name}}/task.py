@@ -127,14 +127,14 @@ def generate_curriculum(n: int, seed: int = 0, part: str = "train") -> list[dict
 
     The smoke curriculum (``dataset_name: curriculum:N``), a task a tiny model can learn with GRPO. Format priming
     learns the format and to copy a name from the ``priming`` part: texts that name one person, in varied places. The
-    GRPO rows (``train`` part) name two people, ``A wrote to B.``, and ask for the sender or the recipient, half
-    each: copying a name is right half the time, and GRPO has to learn which of the two the question asks for.
+    GRPO rows (``train`` part) name two people, ``A wrote to B. Extract the recipient.``: the primed model copies
+    either name, and GRPO has to learn that the recipient is the one after "to". A valid document with the wrong
+    name still gets the correctness reward's partial credit (0.3), so correctness starts near 0.6, not 0.
     """
     import random
 
     rng = random.Random(seed)
-    schema = json.dumps({"type": "object", "additionalProperties": False, "required": ["name"],
-                         "properties": {"name": {"type": "string"}}})
+    schema = json.dumps({"type": "object", "required": ["name"]})  # short: the prompt's length is the step's cost
     places = ["The user is {}.", "{} is the user.", "Mail from {} arrived.", "A note to {} came."]
     rows = []
     for _ in range(n):
@@ -142,9 +142,7 @@ def generate_curriculum(n: int, seed: int = 0, part: str = "train") -> list[dict
             name = rng.choice(_FIRST)
             text = f"{rng.choice(places).format(name)} Extract the name."
         else:
-            sender, recipient = rng.sample(_FIRST, 2)
-            role = rng.choice(["sender", "recipient"])
-            name = sender if role == "sender" else recipient
-            text = f"{sender} wrote to {recipient}. Extract the {role}."
+            sender, name = rng.sample(_FIRST, 2)
+            text = f"{sender} wrote to {name}. Extract the recipient."
         rows.append({"question": text, "schema": schema, "answer": json.dumps({"name": name})})
     return rows
