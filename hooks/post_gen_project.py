@@ -95,7 +95,7 @@ def smoke(root: Path, context: dict) -> bool:
             f"  cd {root} && pip install torch==2.13.0 && pip install -e '.[dev]' && {command}"
         )
         return True
-    # train.py's last line is the health verdict with the rise of correctness it rests on (health.py)
+    # of train.py's output, only its health verdict and the rise of correctness it rests on (health.py)
     return run_step("smoke training", [python, "train.py", "--config", "configs/smoke.yaml"], root, SMOKE_TIMEOUT_S,
                     show="health:")
 

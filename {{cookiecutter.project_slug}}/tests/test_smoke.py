@@ -43,7 +43,8 @@ def test_smoke_training_runs_to_the_end_and_learns(tmp_path):
     verdict = json.loads((out / "health.json").read_text())
     assert verdict["verdict"] == "learning", verdict["reasons"]
     assert verdict["evidence"]["signal_delta"] == pytest.approx(last - first, abs=1e-3)
-    assert done.stdout.strip().splitlines()[-1].startswith("health: learning: rewards/correctness/mean ")
+    health_lines = [line for line in done.stdout.splitlines() if line.startswith("health: ")]
+    assert len(health_lines) == 1 and health_lines[0].startswith("health: learning: rewards/correctness/mean ")
 
     # eval.py before (the primed model GRPO started from) and after, on the same eval prompts: the README's commands
     reports = {}

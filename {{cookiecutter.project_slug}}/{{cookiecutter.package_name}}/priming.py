@@ -55,6 +55,10 @@ def prime(
 ) -> Path:
     """Fine-tune ``model_path`` on the rows' gold completions for ``steps`` steps; save to ``out_dir``.
 
+    The model loads in ``dtype`` (the config's; None = float32, as GRPOTrainer loads it) on the first GPU when
+    there is one and ``use_cpu`` is off, else on the CPU. Rows whose prompt is longer than ``max_prompt_length``
+    tokens are left out, as GRPO leaves them out (one huge row would otherwise size every padded batch).
+
     The learning rate decays from ``learning_rate`` to a tenth of it over ``steps`` (cosine), which lets the loss
     settle instead of bouncing at a constant rate. With ``target_loss`` priming stops early, at the first multiple
     of 10 steps where the mean loss of the last 10 steps is below it (the gold completions are learnt), so
