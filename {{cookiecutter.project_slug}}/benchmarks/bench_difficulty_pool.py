@@ -4,6 +4,8 @@ all match) averaged over the GRPO steps.
 
     python benchmarks/bench_difficulty_pool.py                                   # the smoke config's steps
     python benchmarks/bench_difficulty_pool.py --max_steps 60 --retire_after 1 --revisit_prob 0.1
+    python benchmarks/bench_difficulty_pool.py -- --temperature 1.0 --reward_funcs correctness --reward_weights 1
+                                                 # after "--": train.py overrides for both runs
 
 Prints both means (TRL logs the share for the weighted total reward; the pool watches correctness), the mean reward
 and correctness, and the pool's final counts. Exit status 0 when the pool's mean is lower.
@@ -38,15 +40,17 @@ def mean(history: list[dict], key: str) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    extra = argv[argv.index("--") + 1 :] if "--" in argv else []
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--max_steps", type=int, help="GRPO steps (default: the smoke config's)")
     parser.add_argument("--retire_after", type=int, default=2)
     parser.add_argument("--revisit_prob", type=float, default=0.1)
     parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args()
+    args = parser.parse_args(argv[: argv.index("--")] if "--" in argv else argv)
     steps = args.max_steps or int(yaml.safe_load((ROOT / "configs" / "smoke.yaml").read_text())["max_steps"])
-    common = ["--seed", str(args.seed)]
+    common = ["--seed", str(args.seed), *extra]
     pool = ["--difficulty_pool", "true", "--pool_retire_after", str(args.retire_after),
             "--pool_revisit_prob", str(args.revisit_prob)]
     results = {}
