@@ -198,7 +198,9 @@ def test_chat_answers_in_the_task_format_and_merged_equals_adapter(run, merged, 
     assert chat.main([*SHORT, "--model", str(merged), "--show_prompt", text]) == 0
     captured = capsys.readouterr()
     shown, _ = json.JSONDecoder().raw_decode(captured.err[captured.err.index("[\n  {"):])
-    assert shown == data.build_prompt(chat.row_from_text(text)) and shown[0]["content"] == task.SYSTEM_PROMPT
+    system_prompt = yaml.safe_load((ROOT / "configs" / "smoke.yaml").read_text()).get("system_prompt")
+    assert shown == data.build_prompt(chat.row_from_text(text), system_prompt)  # the config's, as in training
+    assert shown[0]["content"] == (system_prompt or task.SYSTEM_PROMPT)
     from_merged = captured.out
     assert re.search(r"^answer: .+$", from_merged, re.MULTILINE), from_merged
     assert chat.main([*SHORT, "--model", str(run), text]) == 0  # the adapter dir
