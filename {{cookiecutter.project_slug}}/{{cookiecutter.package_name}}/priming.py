@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+from collections import deque
 from pathlib import Path
 
 from . import task
@@ -94,7 +95,7 @@ def prime(
     )
     generator = torch.Generator().manual_seed(seed)
     pad = tokenizer.pad_token_id
-    recent: list[float] = []
+    recent: deque[float] = deque(maxlen=10)  # the last 10 losses
     for step in range(steps):
         batch = [examples[i] for i in torch.randint(len(examples), (batch_size,), generator=generator).tolist()]
         width = max(len(ids) for ids, _ in batch)
@@ -106,17 +107,19 @@ def prime(
         optimizer.step()
         optimizer.zero_grad()
         schedule.step()
-        recent = [*recent[-9:], loss.item()]
+        value = loss.item()  # one device sync per step
+        recent.append(value)
+        mean = sum(recent) / len(recent)
         if step == 0 or (step + 1) % 10 == 0 or step + 1 == steps:
-            log(f"format priming step {step + 1}/{steps}: loss {loss.item():.3f}")
-        if target_loss is not None and (step + 1) % 10 == 0 and sum(recent) / len(recent) < target_loss:
+            log(f"format priming step {step + 1}/{steps}: loss {value:.3f}")
+        if target_loss is not None and (step + 1) % 10 == 0 and mean < target_loss:
             log(f"format priming done at step {step + 1}: mean loss of the last 10 steps "
-                f"{sum(recent) / len(recent):.4f} < format_priming_target_loss {target_loss}")
+                f"{mean:.4f} < format_priming_target_loss {target_loss}")
             break
     else:
-        if target_loss is not None:
+        if target_loss is not None and steps > 0:
             log(f"warning: format priming ended at its cap of {steps} steps with mean loss "
-                f"{sum(recent) / max(1, len(recent)):.4f}, above format_priming_target_loss {target_loss}: "
+                f"{mean:.4f}, above format_priming_target_loss {target_loss}: "
                 "raise format_priming_steps or format_priming_lr")
     with atomic_dir(out) as partial:  # a kill mid-save leaves <out>.partial, never a half-written <out>
         model.save_pretrained(partial)

@@ -129,7 +129,7 @@ def generate_curriculum(n: int, seed: int = 0, part: str = "train") -> list[dict
     learns the format and to copy a name from the ``priming`` part: texts that name one person, in varied places. The
     GRPO rows (``train`` part) name two people, ``A wrote to B. Extract the recipient.``: the primed model copies
     either name, and GRPO has to learn that the recipient is the one after "to". A valid document with the wrong
-    name still gets the correctness reward's partial credit (0.3), so correctness starts near 0.6, not 0.
+    name still gets the correctness reward's partial credit (0.3), so correctness starts at 0.4-0.6, not 0.
     """
     import random
 
