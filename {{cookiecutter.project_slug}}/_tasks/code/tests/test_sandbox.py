@@ -371,6 +371,19 @@ def test_statuses_plain_data_and_partial_credit(box) -> None:
     assert [t.status for t in res[5].tests] == ["timeout", "timeout"]
 
 
+def test_solutions_import_the_standard_library(box) -> None:
+    """HumanEval-style solutions import modules the worker has not loaded; the job's unprivileged uid must be able
+    to read the interpreter's standard library (as root, bubblewrap makes missing bind parents 0700)."""
+    code = (
+        "from typing import List\nimport math, collections, itertools, heapq, fractions, decimal, re, json\n"
+        "import hashlib, statistics, bisect, functools, string\n"
+        "def add(a: int, b: int) -> int:\n"
+        "    return int(math.fsum([a, b])) + len(collections.Counter()) + sum(itertools.repeat(0, 2))"
+    )
+    (res,) = box.run_batch([sandbox.Job(code, TESTS)])
+    assert res.fraction == 1.0, res
+
+
 def test_job_budget_covers_all_its_processes(box) -> None:
     """Forked children share one memory budget (256 MiB here) and one process budget (8)."""
     memory = (

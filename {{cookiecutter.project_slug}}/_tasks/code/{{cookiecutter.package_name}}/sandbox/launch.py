@@ -43,7 +43,9 @@ def bwrap_argv(bwrap: str, cfg: SandboxConfig, uid: int | None) -> list[str]:
     """The sandbox a worker lives in. ``uid``: the worker drops to it (the trainer is root and bubblewrap runs
     without a user namespace); None: a user namespace maps the caller to uid 65534."""
     exe, prefix = interpreter()
-    binds = _system_binds()
+    # bubblewrap creates a bind's missing parents with mode 0700 when run as root: made 0755 first, else the
+    # unprivileged job could not read the interpreter's stdlib (no import after the worker drops its uid)
+    binds = _system_binds() + ["--perms", "0755", "--dir", "/sbx"]
     if prefix == "/usr" or prefix.startswith("/usr/"):
         py = exe
     else:  # e.g. a Python under /root: bound read-only at a neutral path, nothing else of its parents is visible
