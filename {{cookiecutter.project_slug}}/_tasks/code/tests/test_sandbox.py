@@ -163,6 +163,10 @@ VERDICT = {
         "            import time; time.sleep(60)\n    except OSError: pass"
     ),
     "fork_answering_child": ("import os, time\nif os.fork() == 0:\n    time.sleep(0.2)\n    os._exit(0)"),
+    "setsid_daemon": (  # leaves the job's process group and session, double-forked
+        "import os, time\nif os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n        time.sleep(60)\n"
+        "    os._exit(0)\ntime.sleep(0.1)"
+    ),
     "memory_bomb": "x = []\nwhile True: x.append(bytearray(50 << 20))",
     "memory_bomb_forked_children": (
         "import os, time\nfor _ in range(6):\n    try:\n        if os.fork() == 0:\n"
@@ -382,6 +386,22 @@ def test_solutions_import_the_standard_library(box) -> None:
     )
     (res,) = box.run_batch([sandbox.Job(code, TESTS)])
     assert res.fraction == 1.0, res
+
+
+def test_jobs_share_no_state(box) -> None:
+    """Each job runs in a fresh process: what one job does to modules the worker preloads, to builtins or to /tmp is
+    gone for the next job on the same worker."""
+    poison = (
+        "import builtins, math, typing, re\nmath.MARK = 1\nmath.fsum = lambda *a: 5555\ntyping.List = None\n"
+        "re.compile = None\nbuiltins.len = lambda *a: 0\nopen('/tmp/mark', 'w').write('x')\n" + RIGHT
+    )
+    clean = (
+        "import builtins, math, os, re\nfrom typing import List\n"
+        "def add(a, b):\n    assert not hasattr(math, 'MARK') and List is not None and len([1]) == 1\n"
+        "    assert re.compile('x') and not os.path.exists('/tmp/mark')\n    return int(math.fsum([a, b]))"
+    )
+    res = box.run_batch([sandbox.Job(poison, TESTS)] * 2 + [sandbox.Job(clean, TESTS)] * 4)
+    assert [r.fraction for r in res[2:]] == [1.0] * 4, res  # (the poisoned jobs break their own replies: len)
 
 
 def test_job_budget_covers_all_its_processes(box) -> None:
