@@ -1,5 +1,6 @@
-"""The online difficulty pool: retirement and revisits (seeded), the sampler, state round trip, and smoke runs
-with the pool on: logged counts, kill-and-resume with the state restored, two processes."""
+"""The online difficulty pool: one entry per distinct prompt, retirement and revisits (seeded), the sampler (rows of
+admitted prompts, one group per prompt in a batch), state round trip, and smoke runs with the pool on: logged counts,
+kill-and-resume with the state restored, two processes."""
 
 import json
 import os
@@ -16,12 +17,44 @@ from _pkg import mod
 from _smoke_run import ROOT
 
 difficulty = mod("difficulty")
+task = mod("task")
 
 RIGHT, WRONG, MIXED = [1.0] * 4, [0.0] * 4, [1.0, 0.0, 0.0, 1.0]
 
 
-def make_pool(size=4, retire_after=2, revisit_prob=0.1, seed=0):
-    return difficulty.DifficultyPool(size, difficulty.PoolSettings(retire_after, revisit_prob, seed))
+def make_pool(size=4, retire_after=2, revisit_prob=0.1, seed=0, prompts_digest=None):
+    return difficulty.DifficultyPool(size, difficulty.PoolSettings(retire_after, revisit_prob, seed), prompts_digest)
+
+
+def chat(question, system="S"):
+    return [{"role": "system", "content": system}, {"role": "user", "content": question}]
+
+
+def test_duplicate_prompts_share_one_pool_entry():
+    same_a = [{"content": "S", "role": "system"}, {"content": "a", "role": "user"}]  # chat("a"), keys reordered
+    ids, digest = difficulty.prompt_keys([chat("a"), chat("b"), chat("a"), same_a, chat("a", "T"), chat("b")])
+    assert ids == [0, 1, 0, 0, 2, 1]  # dense ids in order of first appearance; another system prompt is another
+    assert difficulty.prompt_keys(["x", "y", "x"])[0] == [0, 1, 0]  # plain-text prompts too
+    digest_ab = difficulty.prompt_keys([chat("a"), chat("b")])[1]
+    assert difficulty.prompt_keys([chat("a"), chat("b"), chat("b")])[1] == digest_ab  # the same distinct prompts
+    assert difficulty.prompt_keys([chat("b"), chat("a")])[1] != digest_ab  # other ids for the same prompts
+    assert difficulty.prompt_keys([chat("a"), chat("c")])[1] != digest_ab
+    pool = make_pool(size=max(ids) + 1, retire_after=2)
+    for row in (0, 2):  # two rows of one prompt: two visits of one entry, enough to retire it
+        pool.observe_group(ids[row], RIGHT)
+    assert pool.retired == [True, False, False] and pool.visits == [2, 0, 0]
+
+
+def test_prompt_ids_are_the_same_in_every_process():
+    code = (f"from {difficulty.__name__} import prompt_keys; "
+            "print(prompt_keys(['q', [{'role': 'user', 'content': 'q'}], 'r', 'q']))")
+    outputs = {
+        subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True,
+                       env={**os.environ, "PYTHONHASHSEED": seed}).stdout
+        for seed in ("1", "2")
+    }
+    assert len(outputs) == 1, outputs  # no per-process salted hash in the ids or the digest
+    assert outputs.pop().startswith("([0, 1, 2, 0], '")
 
 
 def test_retires_after_n_consecutive_identical_all_same_visits():
@@ -92,6 +125,48 @@ def test_sampler_keeps_trl_layout_and_skips_retired_prompts():
     assert set(indexes) <= set(range(4, 10))
 
 
+def test_sampler_draws_rows_of_admitted_prompts_and_one_group_per_prompt_in_a_batch():
+    from trl.trainer.utils import RepeatSampler
+
+    row_ids = [0, 1, 2, 0, 3, 4, 0, 5, 1, 2, 6, 0]  # 12 rows, 7 distinct prompts; prompt 0 fills four rows
+    pool = make_pool(size=7, retire_after=1, revisit_prob=0.0)
+    pool.observe_group(6, RIGHT)  # retired and never revisited: its only row (10) is never drawn
+    sampler = difficulty.PoolSampler(pool, mini_repeat_count=2, batch_size=3, repeat_count=2, seed=0,
+                                     row_ids=row_ids)
+    trl_sampler = RepeatSampler(range(12), mini_repeat_count=2, batch_size=3, repeat_count=2, seed=0)
+    assert len(sampler) == len(trl_sampler) == len(list(trl_sampler)) == 4 * 3 * 2 * 2  # an epoch over the rows
+    drawn = []
+    for _ in range(40):
+        indexes = list(sampler)
+        assert len(indexes) == len(sampler)
+        for start in range(0, len(indexes), 12):
+            block = indexes[start : start + 12]
+            assert block[:6] == block[6:]  # the chunk repeats
+            assert block[0::2] == block[1::2]  # each row twice in a row
+            assert len({row_ids[row] for row in block[:6:2]}) == 3  # three distinct prompts, not just rows
+            drawn += block[:6:2]
+    assert set(drawn) == set(range(12)) - {10}  # every row of an admitted prompt gets its turn
+    per_prompt = Counter(row_ids[row] for row in drawn)
+    assert max(per_prompt.values()) - min(per_prompt.values()) <= 3  # uniform over prompts, not over rows
+    rows_of_0 = Counter(row for row in drawn if row_ids[row] == 0)
+    assert max(rows_of_0.values()) - min(rows_of_0.values()) <= 1  # a prompt's rows take turns
+
+
+def test_sampler_repeats_prompts_only_when_a_batch_needs_more_than_there_are():
+    row_ids = [0, 1, 0, 1, 0, 1, 0, 1]
+    sampler = difficulty.PoolSampler(make_pool(size=2), mini_repeat_count=1, batch_size=4, repeat_count=1, seed=1,
+                                     row_ids=row_ids)
+    indexes = list(sampler)
+    assert len(indexes) == len(sampler) == 8
+    for chunk in (indexes[:4], indexes[4:]):
+        assert sorted(row_ids[row] for row in chunk) == [0, 0, 1, 1]
+        assert len(set(chunk)) == 4  # a repeated prompt comes with another of its rows
+    with pytest.raises(ValueError, match="outside the pool"):
+        difficulty.PoolSampler(make_pool(size=2), 1, 1, 1, row_ids=[0, 2])
+    with pytest.raises(ValueError, match="at least one row"):
+        difficulty.PoolSampler(make_pool(size=3), 1, 1, 1, row_ids=[0, 1])
+
+
 def test_sampler_never_stalls_when_everything_is_retired():
     pool = make_pool(size=6, retire_after=1, revisit_prob=0.0)
     for index in range(6):
@@ -102,15 +177,23 @@ def test_sampler_never_stalls_when_everything_is_retired():
 
 
 def test_state_round_trip_restores_decisions():
-    pool = make_pool(size=5, retire_after=1, revisit_prob=0.5, seed=11)
+    _, digest = difficulty.prompt_keys(["a", "b", "c", "d", "e", "a"])
+    pool = make_pool(size=5, retire_after=1, revisit_prob=0.5, seed=11, prompts_digest=digest)
     pool.observe([0, 0, 1, 1, 2, 2], [1.0, 1.0, 0.0, 1.0, 0.0, 0.0], group_size=2)
     [pool.admits(0) for _ in range(7)]
-    restored = make_pool(size=5, retire_after=1, revisit_prob=0.5, seed=99)
+    restored = make_pool(size=5, retire_after=1, revisit_prob=0.5, seed=99, prompts_digest=digest)
     restored.load_state_dict(json.loads(json.dumps(pool.state_dict())))
     assert restored.digest() == pool.digest()
+    assert restored.retired == pool.retired == [True, False, True, False, False]
     assert [restored.admits(0) for _ in range(50)] == [pool.admits(0) for _ in range(50)]
-    with pytest.raises(ValueError, match="for 5 prompts"):
+    with pytest.raises(ValueError, match="for 5 distinct prompts"):
         make_pool(size=6).load_state_dict(pool.state_dict())
+    _, other = difficulty.prompt_keys(["a", "b", "c", "d", "f"])  # as many prompts, not the same ones
+    with pytest.raises(ValueError, match="other prompts"):
+        make_pool(size=5, prompts_digest=other).load_state_dict(pool.state_dict())
+    older = {k: v for k, v in pool.state_dict().items() if k != "prompts_digest"}  # a state without the digest
+    make_pool(size=5, prompts_digest=digest).load_state_dict(older)
+    assert make_pool(size=5, prompts_digest=other).digest() != make_pool(size=5, prompts_digest=digest).digest()
 
 
 def test_settings_are_checked_and_off_means_trl_trainer():
@@ -133,6 +216,9 @@ POOL_ARGS = ["--difficulty_pool", "true", "--pool_retire_after", "1", "--pool_re
 
 SMOKE = yaml.safe_load((ROOT / "configs" / "smoke.yaml").read_text())
 PROMPTS_PER_STEP = SMOKE["per_device_train_batch_size"] // SMOKE["num_generations"]  # one process's prompts per step
+# The smoke curriculum repeats its questions over many rows: the pool has an entry per distinct one at most.
+DISTINCT_QUESTIONS = len({task.user_message(row)
+                          for row in task.generate_curriculum(int(SMOKE["dataset_name"].split(":")[1]))})
 
 
 def train_command(out, steps, save_steps, *extra):
@@ -168,6 +254,7 @@ def test_smoke_run_with_the_pool_logs_counts_and_resumes_after_a_kill(tmp_path):
     assert second.returncode == 0, second.stderr[-3000:]
     assert f"difficulty pool restored from {out / f'checkpoint-{saved}' / difficulty.STATE_FILE}" in second.stdout
     after = pool_state(out, steps)
+    assert before["size"] == after["size"] == len(after["visits"]) <= DISTINCT_QUESTIONS  # prompts, not rows
     # Continuity: the restored visits plus the new ones, not a fresh pool (which would count only the new steps).
     assert sum(after["visits"]) == steps * prompts_per_step
     assert all(a >= b for a, b in zip(after["visits"], before["visits"], strict=True))

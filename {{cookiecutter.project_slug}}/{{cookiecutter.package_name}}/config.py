@@ -53,7 +53,9 @@ class GRPOScriptArguments(ScriptArguments):
     health_window: int | None = field(default=None, metadata={"help": "Steps a health condition must last (10)."})
     health_zero_std_max: float | None = field(default=None, metadata={"help": "frac_reward_zero_std alarm (0.9)."})
     health_clipped_max: float | None = field(default=None, metadata={"help": "Clipped-ratio alarm (0.5)."})
-    difficulty_pool: bool = field(default=False, metadata={"help": "Retire prompts whose groups all score alike."})
+    difficulty_pool: bool = field(
+        default=False, metadata={"help": "Retire prompts (one entry per distinct prompt) whose groups all score alike."}
+    )
     pool_retire_after: int = field(default=2, metadata={"help": "Consecutive all-same visits before retiring."})
     pool_revisit_prob: float = field(default=0.1, metadata={"help": "Chance a retired prompt is drawn on its turn."})
 

@@ -9,17 +9,29 @@ each again only with probability ``pool_revisit_prob`` when its turn comes; a re
 again returns to the active pool. If fewer active prompts than a batch remain in a whole pass, retired ones fill
 the batch, so training never stalls. Without a ``correctness`` reward the weighted total reward is watched.
 
-Pieces: ``DifficultyPool`` (the per-prompt state and decisions, pure Python), ``PoolSampler`` (TRL's
-``RepeatSampler`` layout over the admitted prompts), ``DifficultyPoolTrainer`` (a ``GRPOTrainer`` that feeds
-gathered group outcomes to the pool and logs ``pool/active``, ``pool/retired``, ``pool/revived`` and
-``pool/skipped`` with the training metrics), and ``PoolCheckpoint`` (writes ``difficulty_pool.json`` into every
-checkpoint; ``train(resume_from_checkpoint=...)`` reloads it).
+A pool entry is a distinct prompt, not a dataset row: rows whose ``prompt`` (the text, or the chat messages) is the
+same share one entry, keyed by a SHA-256 of its canonical JSON, so a prompt repeated over many rows builds its
+streak from all of their visits. The ``pool_id`` column holds each row's prompt id (0..K-1 for K distinct prompts,
+in order of first appearance). The sampler draws prompts uniformly, each once per pass over the K prompts in a
+seeded shuffle (not in proportion to how many rows repeat them), hands the trainer one row of each drawn prompt
+(a prompt's rows take turns, in a seeded shuffled order), and never puts one prompt twice in a generation batch
+unless the split has fewer distinct prompts than a batch holds. An epoch keeps the length of TRL's
+``RepeatSampler`` over the rows, so the trainer's step accounting is unchanged.
 
-Several processes: every rank gathers the prompt ids and the rewards of the whole generation batch (TRL gathers
+Pieces: ``prompt_keys`` (the row -> prompt id mapping), ``DifficultyPool`` (the per-prompt state and decisions,
+pure Python), ``PoolSampler`` (TRL's ``RepeatSampler`` layout over rows of the admitted prompts),
+``DifficultyPoolTrainer`` (a ``GRPOTrainer`` that feeds gathered group outcomes to the pool and logs
+``pool/active``, ``pool/retired``, ``pool/revived`` and ``pool/skipped`` with the training metrics), and
+``PoolCheckpoint`` (writes ``difficulty_pool.json`` into every checkpoint; ``train(resume_from_checkpoint=...)``
+reloads it).
+
+Several processes: every rank computes the same prompt ids from the same split (a content hash, not Python's
+per-process salted ``hash``), gathers the prompt ids and the rewards of the whole generation batch (TRL gathers
 the rewards anyway), so each rank applies the same observations in the same order and its seeded sampler makes
-the same decisions; at each checkpoint the ranks compare a digest of their pool state and stop if they differ.
-After a resume the pool state (streaks, retired prompts, counters, revisit RNG) is exactly the saved one; the
-prompt order that follows is a fresh seeded draw from it, not a replay of the interrupted run.
+the same decisions; at each checkpoint the ranks compare a digest of their pool state (which includes a digest of
+the prompt mapping) and stop if they differ. After a resume the pool state (streaks, retired prompts, counters,
+revisit RNG) is exactly the saved one, provided the split has the same distinct prompts; the prompt order that
+follows is a fresh seeded draw from it, not a replay of the interrupted run.
 """
 
 from __future__ import annotations
@@ -72,15 +84,37 @@ def trainer_class(script_args, seed: int = 0) -> tuple[type[GRPOTrainer], dict]:
     return DifficultyPoolTrainer, {"pool_settings": settings}
 
 
+# ------------------------------------------------------------------------------------------------- prompt ids
+
+
+def prompt_key(prompt) -> str:
+    """A prompt's content key: SHA-256 of its canonical JSON (a string, or chat messages as a list of dicts).
+    The same on every process and every run, unlike Python's ``hash``."""
+    text = json.dumps(prompt, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def prompt_keys(prompts) -> tuple[list[int], str]:
+    """(each row's prompt id, a digest of the mapping) for an iterable of prompts: rows with the same prompt share
+    one id; ids are dense (0..K-1) in order of first appearance. The digest is a SHA-256 over the distinct keys in
+    id order, so two splits with the same distinct prompts in the same first-seen order get the same digest."""
+    ids: dict[str, int] = {}
+    row_ids = [ids.setdefault(prompt_key(prompt), len(ids)) for prompt in prompts]
+    digest = hashlib.sha256("\n".join(ids).encode()).hexdigest()
+    return row_ids, digest
+
+
 # ---------------------------------------------------------------------------------------------------- the pool
 
 
 class DifficultyPool:
-    """Per-prompt streaks of identical all-same groups, the retired set and the revisit draws."""
+    """Per-prompt streaks of identical all-same groups, the retired set and the revisit draws. Entries are prompt
+    ids (0..size-1); ``prompts_digest`` names the prompt mapping they refer to (see ``prompt_keys``)."""
 
-    def __init__(self, size: int, settings: PoolSettings):
+    def __init__(self, size: int, settings: PoolSettings, prompts_digest: str | None = None):
         self.size = size
         self.settings = settings
+        self.prompts_digest = prompts_digest
         self.streak = [0] * size  # consecutive visits whose group was all-same with the same value
         self.last: list[float | None] = [None] * size  # that value
         self.retired = [False] * size
@@ -133,6 +167,7 @@ class DifficultyPool:
         version, internal, gauss = self.rng.getstate()
         return {
             "size": self.size,
+            "prompts_digest": self.prompts_digest,
             "retire_after": self.settings.retire_after,
             "revisit_prob": self.settings.revisit_prob,
             "streak": self.streak,
@@ -146,7 +181,11 @@ class DifficultyPool:
 
     def load_state_dict(self, state: dict) -> None:
         if state.get("size") != self.size:
-            raise ValueError(f"the saved pool is for {state.get('size')} prompts, the training split has {self.size}")
+            raise ValueError(f"the saved pool is for {state.get('size')} distinct prompts, the training split has "
+                             f"{self.size}")
+        saved_digest = state.get("prompts_digest")
+        if saved_digest is not None and self.prompts_digest is not None and saved_digest != self.prompts_digest:
+            raise ValueError("the saved pool is for other prompts than the training split's (prompts_digest differs)")
         self.streak = [int(v) for v in state["streak"]]
         self.last = [None if v is None else float(v) for v in state["last"]]
         self.retired = [False] * self.size
@@ -165,12 +204,15 @@ class DifficultyPool:
 
 
 class PoolSampler(Sampler):
-    """TRL's RepeatSampler layout (each prompt ``mini_repeat_count`` times in a row, each chunk of ``batch_size``
-    prompts ``repeat_count`` times) over a continuing seeded shuffle of the prompts the pool admits. An epoch has
-    as many chunks as RepeatSampler's, so the trainer's step accounting is unchanged."""
+    """TRL's RepeatSampler layout (each row ``mini_repeat_count`` times in a row, each chunk of ``batch_size`` rows
+    ``repeat_count`` times) over a continuing seeded shuffle of the prompts the pool admits, one row per admitted
+    prompt. ``row_ids[row]`` is the row's prompt id (None: one row per prompt, row i = prompt i). Prompts are drawn
+    uniformly, each once per pass over the pool; a prompt's rows take turns in a seeded shuffled order. A chunk holds
+    ``batch_size`` distinct prompts (prompts repeat only when the pool has fewer). An epoch has as many chunks as
+    RepeatSampler's over the rows, so the trainer's step accounting is unchanged."""
 
     def __init__(self, pool: DifficultyPool, mini_repeat_count: int, batch_size: int, repeat_count: int,
-                 shuffle: bool = True, seed: int = 0):
+                 shuffle: bool = True, seed: int = 0, row_ids: list[int] | None = None):
         self.pool = pool
         self.mini_repeat_count = mini_repeat_count
         self.batch_size = batch_size
@@ -178,9 +220,19 @@ class PoolSampler(Sampler):
         self.shuffle = shuffle
         self.order = random.Random(seed)
         self.stream: list[int] = []
+        row_ids = list(range(pool.size)) if row_ids is None else [int(i) for i in row_ids]
+        self.num_rows = len(row_ids)
+        self.rows: list[list[int]] = [[] for _ in range(pool.size)]  # each prompt's rows
+        for row, prompt in enumerate(row_ids):
+            if not 0 <= prompt < pool.size:
+                raise ValueError(f"row {row} has prompt id {prompt}, outside the pool of {pool.size} prompts")
+            self.rows[prompt].append(row)
+        if not all(self.rows):
+            raise ValueError("every prompt id of the pool needs at least one row")
+        self.turns: list[list[int]] = [[] for _ in range(pool.size)]  # each prompt's rows left in this round
 
     def __len__(self) -> int:
-        return (self.pool.size // self.batch_size) * self.batch_size * self.mini_repeat_count * self.repeat_count
+        return (self.num_rows // self.batch_size) * self.batch_size * self.mini_repeat_count * self.repeat_count
 
     def _candidate(self) -> int:
         if not self.stream:
@@ -189,6 +241,15 @@ class PoolSampler(Sampler):
                 self.order.shuffle(indexes)
             self.stream = indexes[::-1]
         return self.stream.pop()
+
+    def row(self, prompt: int) -> int:
+        """The next row of a prompt: its rows in turn, reshuffled each round."""
+        if not self.turns[prompt]:
+            rows = list(self.rows[prompt])
+            if self.shuffle and len(rows) > 1:
+                self.order.shuffle(rows)
+            self.turns[prompt] = rows[::-1]
+        return self.turns[prompt].pop()
 
     def chunk(self) -> list[int]:
         """The next ``batch_size`` distinct prompts the pool admits (retired ones fill in if a pass is not enough)."""
@@ -209,18 +270,19 @@ class PoolSampler(Sampler):
                 chunk.append(index)
                 if len(chunk) == self.batch_size:
                     return chunk
-        for index in range(self.pool.size):  # only reachable when the stream restarted mid-chunk
+        for index in range(self.pool.size):  # reachable when the stream restarted mid-chunk, or the pool is small
             if index not in chunk:
                 chunk.append(index)
                 if len(chunk) == self.batch_size:
-                    break
-        return chunk
+                    return chunk
+        distinct = len(chunk)  # fewer distinct prompts than a batch: they repeat (with their other rows, if any)
+        return chunk + [chunk[i % distinct] for i in range(self.batch_size - distinct)] if distinct else chunk
 
     def __iter__(self):
-        for _ in range(self.pool.size // self.batch_size):
-            chunk = self.chunk()
+        for _ in range(self.num_rows // self.batch_size):
+            rows = [self.row(prompt) for prompt in self.chunk()]
             for _ in range(self.repeat_count):
-                for index in chunk:
+                for index in rows:
                     for _ in range(self.mini_repeat_count):
                         yield index
 
@@ -253,16 +315,21 @@ class PoolCheckpoint(TrainerCallback):
 
 
 class DifficultyPoolTrainer(GRPOTrainer):
-    """GRPOTrainer whose train sampler draws from a ``DifficultyPool`` fed with each generation batch's groups."""
+    """GRPOTrainer whose train sampler draws from a ``DifficultyPool`` fed with each generation batch's groups.
+    The pool has one entry per distinct prompt of the training split; the ``pool_id`` column carries it."""
 
     def __init__(self, *args, pool_settings: PoolSettings, train_dataset=None, **kwargs):
         if train_dataset is None or not hasattr(train_dataset, "add_column"):
             raise ValueError("difficulty_pool needs a map-style training dataset (datasets.Dataset)")
+        if "prompt" not in train_dataset.column_names:
+            raise ValueError("difficulty_pool needs a 'prompt' column in the training dataset")
         if ID_COLUMN in train_dataset.column_names:
             train_dataset = train_dataset.remove_columns(ID_COLUMN)
-        train_dataset = train_dataset.add_column(ID_COLUMN, list(range(len(train_dataset))))
+        prompts = (p for batch in train_dataset.select_columns("prompt").iter(batch_size=1024) for p in batch["prompt"])
+        self.pool_row_ids, digest = prompt_keys(prompts)
+        train_dataset = train_dataset.add_column(ID_COLUMN, self.pool_row_ids)
         super().__init__(*args, train_dataset=train_dataset, **kwargs)
-        self.pool = DifficultyPool(len(train_dataset), pool_settings)
+        self.pool = DifficultyPool(max(self.pool_row_ids, default=-1) + 1, pool_settings, prompts_digest=digest)
         self.add_callback(PoolCheckpoint(self))
 
     def _get_train_sampler(self, dataset=None) -> Sampler:
@@ -273,6 +340,7 @@ class DifficultyPoolTrainer(GRPOTrainer):
             repeat_count=self.num_iterations * self.args.steps_per_generation,
             shuffle=self.shuffle_dataset,
             seed=self.args.seed,
+            row_ids=self.pool_row_ids,
         )
 
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
