@@ -5,10 +5,13 @@ all match) averaged over the GRPO steps.
     python benchmarks/bench_difficulty_pool.py                                   # the smoke config's steps
     python benchmarks/bench_difficulty_pool.py --max_steps 60 --retire_after 1 --revisit_prob 0.1
     python benchmarks/bench_difficulty_pool.py -- --temperature 1.0 --reward_funcs correctness --reward_weights 1
-                                                 # after "--": train.py overrides for both runs
+                                                 # after "--": train.py overrides for both runs; add
+                                                 # --learning_rate 1e-12 to hold the policy still
 
 Prints both means (TRL logs the share for the weighted total reward; the pool watches correctness), the mean reward
-and correctness, and the pool's final counts. Exit status 0 when the pool's mean is lower.
+and correctness, and the pool's final counts. Exit status 0 when the pool's mean is lower. In a learning run the pool
+also changes the model (correctness tends to rise sooner, and a model that is always right ties its groups too), so
+compare the correctness lines as well, or hold the policy still.
 """
 
 import argparse

@@ -167,6 +167,44 @@ def test_sampler_repeats_prompts_only_when_a_batch_needs_more_than_there_are():
         difficulty.PoolSampler(make_pool(size=3), 1, 1, 1, row_ids=[0, 1])
 
 
+def zero_std_share(pass_rates, pool_on, seed, steps=150, prompts_per_step=4, group=8):
+    """Share of all-same groups over ``steps`` when a fixed policy (a pass rate per prompt, nothing learns) is
+    sampled uniformly at random, or through the pool with the default settings."""
+    import random
+
+    rng = random.Random(seed)
+    pool = make_pool(size=len(pass_rates), seed=seed)
+    sampler = difficulty.PoolSampler(pool, group, prompts_per_step, 1, seed=seed)
+    tied = 0
+    for _ in range(steps):
+        prompts = sampler.chunk() if pool_on else rng.sample(range(len(pass_rates)), prompts_per_step)
+        ids, scores = [], []
+        for prompt in prompts:
+            got = [float(rng.random() < pass_rates[prompt]) for _ in range(group)]
+            tied += max(got) == min(got)
+            ids += [prompt] * group
+            scores += got
+        if pool_on:
+            pool.observe(ids, scores, group)
+    return tied / (steps * prompts_per_step)
+
+
+@pytest.mark.parametrize("population", ["solved, unsolved and open", "mostly easy"])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_pool_cuts_zero_std_groups_of_a_fixed_policy(population, seed):
+    """With the policy held fixed (so that faster learning cannot change the picture), the pool spends fewer groups on
+    prompts that tie than uniform sampling does."""
+    import random
+
+    rng = random.Random(seed)
+    if population == "mostly easy":  # most prompts right ~90% of the time, a third always right
+        rates = [1.0 if rng.random() < 0.3 else rng.betavariate(9, 1) for _ in range(132)]
+    else:  # 24 prompts: always right, never right, or a coin flip
+        rates = [rng.choice([1.0, 0.0, 0.5]) for _ in range(24)]
+    without, with_pool = zero_std_share(rates, False, seed), zero_std_share(rates, True, seed)
+    assert with_pool < without - 0.05, (without, with_pool)
+
+
 def test_sampler_never_stalls_when_everything_is_retired():
     pool = make_pool(size=6, retire_after=1, revisit_prob=0.0)
     for index in range(6):
