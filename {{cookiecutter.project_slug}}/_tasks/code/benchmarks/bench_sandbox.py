@@ -86,14 +86,15 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=600, help="jobs per measurement")
     ap.add_argument("--rounds", type=int, default=3, help="alternating measurements of each side")
     ap.add_argument("--isolation", default="bwrap", choices=["bwrap", "unsafe-rlimit-only"])
-    ap.add_argument("--workers", type=int, default=0, help="sandbox workers and limit processes (0 = one per core)")
+    ap.add_argument("--workers", type=int, default=0, help="in-process limit processes (0 = one per core)")
+    ap.add_argument("--sandbox_workers", type=int, default=0, help="sandbox workers (0 = the sandbox's default)")
     ap.add_argument("--data", default=str(ROOT / "data" / "sample.jsonl"))
     args = ap.parse_args()
 
     pairs = load_jobs(Path(args.data))
     jobs = [pairs[i % len(pairs)] for i in range(args.n)]
     procs = args.workers or min(8, len(os.sched_getaffinity(0)))
-    cfg = sandbox.SandboxConfig(isolation=args.isolation, workers=procs)
+    cfg = sandbox.SandboxConfig(isolation=args.isolation, workers=args.sandbox_workers)
     with sandbox.Sandbox(cfg) as box:
         mode = box.start()
         box.run_batch([sandbox.Job(c, t, entry_point=e) for c, t, e in pairs])  # warm-up
@@ -103,7 +104,7 @@ def main() -> None:
             rate, ok_s = sandbox_rate(box, jobs)
             ratios.append(rate / limit)
             print(
-                f"round {r + 1}: sandbox ({mode}, {procs} workers) {rate:.0f} jobs/s ({ok_s}/{len(jobs)} all-pass); "
+                f"round {r + 1}: sandbox ({mode}, {box.size} workers) {rate:.0f} jobs/s ({ok_s}/{len(jobs)} all-pass); "
                 f"in-process limit ({procs} processes) {limit:.0f} jobs/s ({ok_l}/{len(jobs)}); "
                 f"ratio {rate / limit:.2f}"
             )

@@ -120,6 +120,7 @@ class Sandbox:
     def __init__(self, config: SandboxConfig | None = None) -> None:
         self.config = config or SandboxConfig()
         n = self.config.workers or min(8, len(os.sched_getaffinity(0)) or 1)
+        self.size = n  # workers
         self._workers: list[_Worker | None] = [None] * n
         self._argv: list[list[str]] | None = None
         self.mode = ""
