@@ -50,23 +50,18 @@ class _Worker:
         self.proc.stderr.close()
 
     def _read(self, deadline: float) -> bytes:
-        buf = bytearray()
-        need = 4
-        size = None
-        while len(buf) < need:
+        def ready(fd: int) -> bool:
             left = deadline - time.monotonic()
-            if left <= 0 or not select.select([self._out], [], [], left)[0]:
-                raise WorkerLost("worker did not answer in time")
-            chunk = os.read(self._out, need - len(buf))
-            if not chunk:
-                raise WorkerLost("worker closed its pipe")
-            buf += chunk
-            if size is None and len(buf) == 4:
-                (size,) = struct.unpack("!I", buf)
-                if size > wire.MAX_FRAME + 1024:
-                    raise WorkerLost("oversized frame")
-                need, buf = size, bytearray()
-        return bytes(buf)
+            return left > 0 and select.select([fd], [], [], left)[0] != []
+
+        try:
+            return wire.read_payload(self._out, ready, limit=wire.MAX_FRAME + 1024)
+        except TimeoutError:
+            raise WorkerLost("worker did not answer in time") from None
+        except EOFError:
+            raise WorkerLost("worker closed its pipe") from None
+        except ValueError:
+            raise WorkerLost("oversized frame") from None
 
     def exchange(self, payload: bytes, deadline: float) -> bytes:
         try:
@@ -120,11 +115,15 @@ class Sandbox:
     def __init__(self, config: SandboxConfig | None = None) -> None:
         self.config = config or SandboxConfig()
         n = self.config.workers or min(8, len(os.sched_getaffinity(0)) or 1)
-        self.size = n  # workers
         self._workers: list[_Worker | None] = [None] * n
         self._argv: list[list[str]] | None = None
         self.mode = ""
         self._lock = threading.Lock()
+
+    @property
+    def size(self) -> int:
+        """How many workers the pool runs."""
+        return len(self._workers)
 
     # ---------------------------------------------------------------------------------------------- workers
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import struct
+from collections.abc import Callable
 
 MAX_FRAME = 16 << 20
 
@@ -25,21 +26,22 @@ def write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
-def read_exact(fd: int, n: int) -> bytes:
-    buf = bytearray()
-    while len(buf) < n:
-        chunk = os.read(fd, n - len(buf))
+def read_payload(fd: int, ready: Callable[[int], bool] | None = None, limit: int = MAX_FRAME) -> bytes:
+    """One frame's payload from ``fd``. ``ready(fd)`` is asked before each read and returns False to give up
+    (TimeoutError); end of file raises EOFError, a declared size over ``limit`` ValueError."""
+    buf, need, header = b"", 4, True
+    while len(buf) < need:
+        if ready is not None and not ready(fd):
+            raise TimeoutError
+        chunk = os.read(fd, need - len(buf))
         if not chunk:
             raise EOFError
         buf += chunk
-    return bytes(buf)
-
-
-def read_payload(fd: int) -> bytes:
-    (size,) = struct.unpack("!I", read_exact(fd, 4))
-    if size > MAX_FRAME:
-        raise ValueError("oversized frame")
-    return read_exact(fd, size)
+        if header and len(buf) == 4:
+            (need,), buf, header = struct.unpack("!I", buf), b"", False
+            if need > limit:
+                raise ValueError("oversized frame")
+    return buf
 
 
 # ------------------------------------------------------------------------------------------------ plain data

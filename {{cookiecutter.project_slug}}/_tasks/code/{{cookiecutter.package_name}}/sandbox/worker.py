@@ -23,7 +23,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # its sibling wire.py (started by path, with -I)
-from wire import MAX_FRAME, decode, encode, frame, read_payload, write_all  # noqa: E402
+from wire import decode, encode, frame, read_payload, write_all  # noqa: E402
 
 TICK_S = 0.02  # period of the job-wide memory and process check
 WRITABLE = ("/tmp", "/dev/shm")
@@ -159,7 +159,7 @@ class Job:
             self.kill()
         return json.dumps(self.ended).encode()
 
-    def wait_readable(self, fd: int, write: bool = False) -> bool:
+    def wait_for(self, fd: int, write: bool = False) -> bool:
         """Wait until ``fd`` is readable (writable), enforcing the job's deadline and budgets; False if the job
         ended (the child's pipes) or it did not become ready."""
         while True:
@@ -182,17 +182,14 @@ class Job:
 
     def from_child(self) -> bytes:
         """The child's next frame, read within the job's limits (a partial frame cannot hold the worker)."""
-        buf, need, header = b"", 4, True
-        while self.ended is None and len(buf) < need and self.wait_readable(self.rep_r):
-            chunk = os.read(self.rep_r, need - len(buf))
-            if not chunk:
-                return self.exited()
-            buf += chunk
-            if header and len(buf) == 4:
-                (need,), buf, header = struct.unpack("!I", buf), b"", False
-                if need > MAX_FRAME:
-                    return self.end("error", "reply too large")
-        return buf if self.ended is None else self.end("error", "ended")
+        try:
+            return read_payload(self.rep_r, self.wait_for)
+        except EOFError:
+            return self.exited()
+        except ValueError:
+            return self.end("error", "reply too large")
+        except TimeoutError:  # the job ended while waiting
+            return self.end("error", "ended")
 
     def exited(self) -> bytes:
         """How the child ended after its channel closed (it is given 50 ms to exit, else killed)."""
@@ -214,13 +211,13 @@ class Job:
         if self.ended is not None:
             return self.end("error", "ended")
         data = memoryview(struct.pack("!I", len(payload)) + payload)
-        while data and self.wait_readable(self.req_w, write=True):  # a child that stops reading cannot hold us
+        while data and self.wait_for(self.req_w, write=True):  # a child that stops reading cannot hold us
             try:
                 data = data[os.write(self.req_w, data) :]
             except BlockingIOError:
                 continue
             except OSError:  # the child closed its end: gone, or about to be
-                return self.exited() if self.pid > 0 else self.end("error", "ended")
+                return self.exited()
         return self.from_child()
 
     def kill(self) -> None:
@@ -417,7 +414,7 @@ def main() -> None:
         reply = job.start()
         while True:
             write_all(proto_out, struct.pack("!I", len(reply)) + reply)
-            job.wait_readable(proto_in)
+            job.wait_for(proto_in)
             try:
                 payload = read_payload(proto_in)
             except (EOFError, OSError, ValueError):
