@@ -4,6 +4,7 @@ kill-and-resume with the state restored, two processes."""
 
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -170,8 +171,6 @@ def test_sampler_repeats_prompts_only_when_a_batch_needs_more_than_there_are():
 def zero_std_share(pass_rates, pool_on, seed, steps=150, prompts_per_step=4, group=8):
     """Share of all-same groups over ``steps`` when a fixed policy (a pass rate per prompt, nothing learns) is
     sampled uniformly at random, or through the pool with the default settings."""
-    import random
-
     rng = random.Random(seed)
     pool = make_pool(size=len(pass_rates), seed=seed)
     sampler = difficulty.PoolSampler(pool, group, prompts_per_step, 1, seed=seed)
@@ -194,8 +193,6 @@ def zero_std_share(pass_rates, pool_on, seed, steps=150, prompts_per_step=4, gro
 def test_pool_cuts_zero_std_groups_of_a_fixed_policy(population, seed):
     """With the policy held fixed (so that faster learning cannot change the picture), the pool spends fewer groups on
     prompts that tie than uniform sampling does."""
-    import random
-
     rng = random.Random(seed)
     if population == "mostly easy":  # most prompts right ~90% of the time, a third always right
         rates = [1.0 if rng.random() < 0.3 else rng.betavariate(9, 1) for _ in range(132)]
