@@ -134,6 +134,7 @@ def run_tests(job: Job, send: Callable[[bytes], bytes], start_reply: bytes, dead
 
     calls = [0]
     gone: list[JobEnded] = []
+    lost: list[Exception] = []  # the worker failed: re-raised after the tests, so the caller replaces it
 
     def remote(name: str, args: tuple, kwargs: dict, obj: int | None = None) -> object:
         if gone:
@@ -151,9 +152,16 @@ def run_tests(job: Job, send: Callable[[bytes], bytes], start_reply: bytes, dead
         except (TypeError, ValueError, RecursionError) as exc:
             raise TypeError(f"argument is not plain data: {exc}") from None
         try:
-            reply = wire.decode(send(request))
-        except (ValueError, RecursionError, TypeError):
-            raise RemoteError("malformed reply") from None
+            raw = send(request)
+        except Exception as exc:  # no test may catch this and go on to pass
+            lost.append(exc)
+            gone.append(JobEnded("error", "the sandbox worker failed"))
+            raise gone[0] from None
+        try:
+            reply = wire.decode(raw)
+        except (ValueError, RecursionError, TypeError):  # only a child that tampered with its channel sends this
+            gone.append(JobEnded("error", "malformed reply"))
+            raise gone[0] from None
         if isinstance(reply, dict) and len(reply) == 1:
             if "v" in reply:
                 return reply["v"]
@@ -197,6 +205,8 @@ def run_tests(job: Job, send: Callable[[bytes], bytes], start_reply: bytes, dead
         except Exception as exc:
             status = "memory" if str(exc).startswith("MemoryError") else "error"
             results.append(TestResult(status, _describe(exc)))  # type: ignore[arg-type]
+    if lost:
+        raise lost[0]
     return results, ""
 
 

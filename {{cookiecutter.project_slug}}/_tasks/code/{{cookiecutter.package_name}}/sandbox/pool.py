@@ -6,7 +6,6 @@ import os
 import select
 import shutil
 import signal
-import struct
 import subprocess
 import tempfile
 import threading
@@ -40,6 +39,7 @@ class _Worker:
         )  # fmt: skip
         assert self.proc.stdin and self.proc.stdout and self.proc.stderr
         self._in, self._out = self.proc.stdin.fileno(), self.proc.stdout.fileno()
+        self._frames = wire.Reader(self._out)
         self.unclean = False  # a job was finished and its clean-up not yet confirmed
         try:
             self.hello = wire.decode(self._read(time.monotonic() + _START_TIMEOUT_S))
@@ -55,7 +55,7 @@ class _Worker:
             return left > 0 and select.select([fd], [], [], left)[0] != []
 
         try:
-            return wire.read_payload(self._out, ready, limit=wire.MAX_FRAME + 1024)
+            return self._frames.payload(ready, limit=wire.MAX_FRAME + 1024)
         except TimeoutError:
             raise WorkerLost("worker did not answer in time") from None
         except EOFError:
@@ -65,20 +65,21 @@ class _Worker:
 
     def exchange(self, payload: bytes, deadline: float) -> bytes:
         try:
-            wire.write_all(self._in, struct.pack("!I", len(payload)) + payload)
+            wire.write_all(self._in, wire.to_worker(wire.DATA, payload))
         except OSError as exc:
             raise WorkerLost(f"worker pipe: {exc}") from None
         return self._read(deadline)
 
-    def start_job(self, spec: bytes, deadline: float) -> bytes:
-        """Send a job; first confirm the previous one was cleaned up (the worker cleans before reading this)."""
-        wire.write_all(self._in, struct.pack("!I", len(spec)) + spec)
+    def start_job(self, limits: bytes, code: bytes, deadline: float) -> bytes:
+        """Send a job (its limits, then the solution); first confirm the previous one was cleaned up (the worker
+        cleans before reading this). Returns the child's first frame."""
+        wire.write_all(self._in, wire.to_worker(wire.JOB, limits) + wire.to_worker(wire.DATA, code))
         self.settle(deadline)
         return self._read(deadline)
 
     def finish(self) -> None:
         """End the job: the worker kills its processes and removes its files, then confirms (see ``settle``)."""
-        wire.write_all(self._in, struct.pack("!I", 8) + b'"finish"')
+        wire.write_all(self._in, wire.to_worker(wire.FINISH))
         self.unclean = True
 
     def settle(self, deadline: float) -> None:
@@ -190,13 +191,14 @@ class Sandbox:
         w = self._worker(i)
         limits = {"timeout": timeout, "memory_mb": self.config.memory_mb, "max_procs": self.config.max_procs,
                   "max_file_mb": self.config.max_file_mb}  # fmt: skip
-        spec = wire.json.dumps({"code": job.code, "limits": limits}).encode()
+        spec = wire.json.dumps(limits).encode()
+        code = wire.json.dumps(job.code).encode()
         try:
-            first = w.start_job(spec, hard)
+            first = w.start_job(spec, code, hard)
         except (WorkerLost, OSError):  # the previous job's clean-up failed: a fresh worker runs this one
             self._drop(i)
             w = self._worker(i)
-            first = w.start_job(spec, hard)
+            first = w.start_job(spec, code, hard)
         tests, error = run_tests(job, lambda req: w.exchange(req, hard), first, deadline, self.config.max_calls)
         try:
             w.finish()

@@ -13,6 +13,13 @@ import struct
 from collections.abc import Callable
 
 MAX_FRAME = 16 << 20
+# What the trainer sends a worker: a 4-byte length and one of these kinds, then the payload. JOB carries the job's
+# limits, DATA a frame the worker passes on to the job's child unread (the solution, then each call), FINISH ends it.
+JOB, DATA, FINISH = b"J", b"D", b"F"
+
+
+def to_worker(kind: bytes, payload: bytes = b"") -> bytes:
+    return struct.pack("!I", len(payload)) + kind + payload
 
 
 def frame(obj: object) -> bytes:
@@ -26,22 +33,48 @@ def write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
-def read_payload(fd: int, ready: Callable[[int], bool] | None = None, limit: int = MAX_FRAME) -> bytes:
-    """One frame's payload from ``fd``. ``ready(fd)`` is asked before each read and returns False to give up
-    (TimeoutError); end of file raises EOFError, a declared size over ``limit`` ValueError."""
-    buf, need, header = b"", 4, True
-    while len(buf) < need:
+def read_exact(fd: int, n: int, ready: Callable[[int], bool] | None = None) -> bytes | None:
+    """``n`` bytes from ``fd``, None at end of file or when ``ready(fd)``, asked before each read, returns False."""
+    buf = b""
+    while len(buf) < n:
         if ready is not None and not ready(fd):
-            raise TimeoutError
-        chunk = os.read(fd, need - len(buf))
+            return None
+        chunk = os.read(fd, n - len(buf))
         if not chunk:
-            raise EOFError
+            return None
         buf += chunk
-        if header and len(buf) == 4:
-            (need,), buf, header = struct.unpack("!I", buf), b"", False
-            if need > limit:
-                raise ValueError("oversized frame")
     return buf
+
+
+class Reader:
+    """Frames from one file descriptor, in as few reads as possible: whatever arrives after a frame is kept for
+    the next one (a peer may send its next frame before this one is taken)."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.buf = bytearray()
+
+    def payload(self, ready: Callable[[int], bool] | None = None, limit: int = MAX_FRAME) -> bytes:
+        """The next frame's payload. ``ready(fd)`` is asked before each read and returns False to give up
+        (TimeoutError); end of file raises EOFError, a declared size over ``limit`` ValueError."""
+        buf = self.buf
+        while True:
+            need = 4
+            if len(buf) >= 4:
+                (size,) = struct.unpack_from("!I", buf)
+                if size > limit:
+                    raise ValueError("oversized frame")
+                need = 4 + size
+                if len(buf) >= need:
+                    data = bytes(buf[4:need])
+                    del buf[:need]
+                    return data
+            if ready is not None and not ready(self.fd):
+                raise TimeoutError
+            chunk = os.read(self.fd, max(need - len(buf), 65536))
+            if not chunk:
+                raise EOFError
+            buf += chunk
 
 
 # ------------------------------------------------------------------------------------------------ plain data

@@ -1,29 +1,28 @@
 """The sandbox worker: the only program that ever runs model-written code. Standard library only; no relative imports
 (it is started by path as ``python -I -S worker.py MODE UID``, inside bubblewrap in the safe mode).
 
-Per job it forks a child that loads the solution and then serves calls to the solution's functions: it reads
-``{"n": name, "a": args, "k": kwargs}`` frames and answers ``{"v": value}`` or ``{"x": [type, message]}``, values
-encoded as plain data (see ``wire``); an object that is not plain data stays in the child and is answered
-as ``{"h": index}``, whose methods the trusted side may call in turn. The worker relays frames between the
-trusted side (its stdin/stdout) and the child, never interprets a verdict, enforces the job's wall-clock,
-memory and process budget, and after the job kills every process the job left and empties every writable
-directory.
-"""
+Per job it forks a child that reads the solution, loads it and then serves calls to the solution's functions: it
+reads ``{"n": name, "a": args, "k": kwargs}`` frames and answers ``{"v": value}`` or ``{"x": [type, message]}``,
+values encoded as plain data (see ``wire``); an object that is not plain data stays in the child and is answered
+as ``{"h": index}``, whose methods the trusted side may call in turn. The worker passes frames between the trusted
+side (its stdin/stdout) and the child with ``splice``, never reading them: a job's code, calls and answers never
+enter its memory, which every later job's child inherits. It never interprets a verdict, enforces the job's
+wall-clock, memory and process budget, and after the job kills every process the job left and empties every
+writable directory."""
 
 from __future__ import annotations
 
-import json
+import gc
 import os
 import resource
 import select
-import shutil
 import signal
 import struct
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # its sibling wire.py (started by path, with -I)
-from wire import decode, encode, frame, read_payload, write_all  # noqa: E402
+from wire import DATA, FINISH, JOB, MAX_FRAME, Reader, decode, encode, frame, read_exact, write_all  # noqa: E402
 
 TICK_S = 0.02  # period of the job-wide memory and process check
 WRITABLE = ("/tmp", "/dev/shm")
@@ -36,8 +35,8 @@ PRELOAD = ("typing", "math", "collections", "itertools", "functools", "heapq", "
 # ------------------------------------------------------------------------------------------------ child
 
 
-def child_main(code: str, rfd: int, wfd: int) -> None:
-    """Runs in the forked child: load the solution, report its callables, then serve calls until EOF."""
+def child_main(rfd: int, wfd: int) -> None:
+    """Runs in the forked child: read the solution, load it, report its callables, then serve calls until EOF."""
     import builtins
 
     def send(obj: object) -> None:
@@ -53,8 +52,12 @@ def child_main(code: str, rfd: int, wfd: int) -> None:
         except BaseException:
             return ["Exception", ""]
 
+    requests = Reader(rfd)
     ns: dict = {"__name__": "__main__", "__builtins__": builtins}
     try:
+        code = decode(requests.payload())
+        if type(code) is not str:
+            raise TypeError("the solution is not text")
         exec(code, ns)
     except BaseException as exc:
         send({"load": describe(exc)})
@@ -64,7 +67,7 @@ def child_main(code: str, rfd: int, wfd: int) -> None:
     handles: list = []  # objects returned by the solution that are not plain data, referred to by index
     while True:
         try:
-            req = decode(read_payload(rfd))
+            req = decode(requests.payload())
         except BaseException:
             os._exit(0)
         try:
@@ -92,21 +95,25 @@ def child_main(code: str, rfd: int, wfd: int) -> None:
 
 
 class Job:
-    def __init__(self, spec: dict, worker: Worker) -> None:
+    """One job's child and budgets. A job's data (its code, the calls, the replies) passes between the trainer's
+    pipes and the child's with ``splice``: it never enters this process's memory, so no later job's child, forked
+    from this process, can find an earlier job's code or answers in the memory it inherits."""
+
+    def __init__(self, limits: dict, worker: Worker, proto_in: int, proto_out: int) -> None:
         self.w = worker
-        lim = spec.get("limits") or {}
-        self.timeout = float(lim.get("timeout", 3.0))
-        self.memory = int(lim.get("memory_mb", 512)) << 20
-        self.max_procs = int(lim.get("max_procs", 16))
-        self.max_file = int(lim.get("max_file_mb", 16)) << 20
+        self.timeout = float(limits.get("timeout", 3.0))
+        self.memory = int(limits.get("memory_mb", 512)) << 20
+        self.max_procs = int(limits.get("max_procs", 16))
+        self.max_file = int(limits.get("max_file_mb", 16)) << 20
         self.deadline = time.monotonic() + self.timeout
         self.next_check = time.monotonic() + TICK_S
         self.ended: dict | None = None  # {"end": status, "why": reason} once the child is gone
         self.scratch = "/tmp" if worker.mode == "bwrap" else None
         self.pid = -1
-        self.code = str(spec.get("code") or "")
+        self.proto_in, self.proto_out = proto_in, proto_out
 
-    def start(self) -> bytes:
+    def start(self, code_size: int) -> None:
+        """Fork the child, pass it the solution (the trainer's next ``code_size`` bytes) and relay its first frame."""
         if self.scratch is None:
             import tempfile
 
@@ -132,13 +139,13 @@ class Job:
                     os.setgroups([])
                     os.setgid(self.w.child_uid)
                     os.setuid(self.w.child_uid)
-                child_main(self.code, 3, 4)
+                child_main(3, 4)
             finally:
                 os._exit(70)
         self.pid = pid
         os.close(req_r)
         os.close(rep_w)
-        return self.from_child()
+        self.call(code_size)
 
     def _limits(self) -> None:
         cpu = int(self.timeout) + 2
@@ -153,11 +160,10 @@ class Job:
         ):
             resource.setrlimit(what, value)
 
-    def end(self, status: str, why: str) -> bytes:
+    def end(self, status: str, why: str) -> None:
         if self.ended is None:
             self.ended = {"end": status, "why": why}
             self.kill()
-        return json.dumps(self.ended).encode()
 
     def wait_for(self, fd: int, write: bool = False) -> bool:
         """Wait until ``fd`` is readable (writable), enforcing the job's deadline and budgets; False if the job
@@ -180,18 +186,7 @@ class Job:
             if ready[0] or ready[1]:
                 return True
 
-    def from_child(self) -> bytes:
-        """The child's next frame, read within the job's limits (a partial frame cannot hold the worker)."""
-        try:
-            return read_payload(self.rep_r, self.wait_for)
-        except EOFError:
-            return self.exited()
-        except ValueError:
-            return self.end("error", "reply too large")
-        except TimeoutError:  # the job ended while waiting
-            return self.end("error", "ended")
-
-    def exited(self) -> bytes:
+    def exited(self) -> None:
         """How the child ended after its channel closed (it is given 50 ms to exit, else killed)."""
         for _ in range(50):
             pid, status = os.waitpid(self.pid, os.WNOHANG)
@@ -199,78 +194,134 @@ class Job:
                 break
             time.sleep(0.001)
         else:
-            return self.end("error", "the program closed its channel")
+            self.end("error", "the program closed its channel")
+            return
         self.pid = -1
         if os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGXCPU:
-            return self.end("timeout", "CPU time limit exceeded")
-        if os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL:
-            return self.end("memory", "killed (likely out of memory)")
-        return self.end("error", "the program exited")
+            self.end("timeout", "CPU time limit exceeded")
+        elif os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL:
+            self.end("memory", "killed (likely out of memory)")
+        else:
+            self.end("error", "the program exited")
 
-    def call(self, payload: bytes) -> bytes:
-        if self.ended is not None:
-            return self.end("error", "ended")
-        data = memoryview(struct.pack("!I", len(payload)) + payload)
-        while data and self.wait_for(self.req_w, write=True):  # a child that stops reading cannot hold us
+    def call(self, size: int) -> None:
+        """Pass the trainer's next frame (``size`` bytes, not yet read) to the child, then relay its reply."""
+        if self.ended is None:
+            self.to_child(struct.pack("!I", size))
+        left = size
+        while left:  # the trainer's bytes go on to the child unread, or, once the job has ended, to /dev/null
+            if self.ended is not None:
+                left -= os.splice(self.proto_in, self.w.null, left)
+                continue
             try:
-                data = data[os.write(self.req_w, data) :]
-            except BlockingIOError:
+                moved = os.splice(self.proto_in, self.req_w, left, flags=os.SPLICE_F_NONBLOCK)
+            except BlockingIOError:  # the child is not reading (its pipe is full) or the trainer's bytes are on the way
+                if not select.select([], [self.req_w], [], 0)[1]:
+                    self.wait_for(self.req_w, write=True)
+                elif not select.select([self.proto_in], [], [], 0)[0]:
+                    self.wait_for(self.proto_in)
                 continue
             except OSError:  # the child closed its end: gone, or about to be
-                return self.exited()
-        return self.from_child()
+                self.exited()
+                continue
+            if not moved:
+                raise EOFError
+            left -= moved
+        self.reply()
+
+    def to_child(self, data: bytes) -> None:
+        """Write a frame header to the child within the job's limits (a child that stops reading cannot hold us)."""
+        view = memoryview(data)
+        while view and self.ended is None:
+            try:
+                view = view[os.write(self.req_w, view) :]
+            except BlockingIOError:
+                self.wait_for(self.req_w, write=True)
+            except OSError:
+                self.exited()
+
+    def reply(self) -> None:
+        """Relay the child's next frame to the trainer (spliced, unread), or the end of the job. A frame the child
+        leaves unfinished is padded with bytes that are not UTF-8, so the trainer rejects it and stays in step."""
+        header = None if self.ended is not None else read_exact(self.rep_r, 4, self.wait_for)
+        if header is None:
+            if self.ended is None:
+                self.exited()
+            write_all(self.proto_out, frame(self.ended))
+            return
+        (left,) = struct.unpack("!I", header)
+        if left > MAX_FRAME:
+            self.end("error", "reply too large")
+            write_all(self.proto_out, frame(self.ended))
+            return
+        write_all(self.proto_out, header)
+        while left:
+            if not self.wait_for(self.rep_r):  # the job ended mid-frame
+                while left:
+                    left -= os.write(self.proto_out, b"\xff" * min(left, 65536))
+                return
+            try:
+                moved = os.splice(self.rep_r, self.proto_out, left, flags=os.SPLICE_F_NONBLOCK)
+            except BlockingIOError:  # the trainer has not read the start of the frame yet
+                select.select([], [self.proto_out], [], None)
+                continue
+            if not moved:
+                self.exited()
+                continue
+            left -= moved
 
     def kill(self) -> None:
         if self.pid > 0:
             for kill in (os.kill, os.killpg):  # the child itself (it may have left its group), then its group
-                try:
-                    kill(self.pid, signal.SIGKILL)
-                except OSError:
-                    pass
-            try:
-                os.waitpid(self.pid, 0)  # gone once this returns; kill_all finds whatever else the job left
-            except OSError:
-                pass
+                _quiet(kill, self.pid, signal.SIGKILL)
+            _quiet(os.waitpid, self.pid, 0)  # gone once this returns; kill_all finds whatever else the job left
         self.w.kill_all()
         self.pid = -1
 
     def close(self) -> None:
         self.kill()
         for fd in (self.req_w, self.rep_r):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
-        if self.w.mode == "bwrap":
-            for top in WRITABLE:
-                wipe(top)
-        elif self.scratch:
+            _quiet(os.close, fd)
+        if self.w.mode != "bwrap":
             wipe(self.scratch)
-            shutil.rmtree(self.scratch, ignore_errors=True)
+            _quiet(os.rmdir, self.scratch)
+        elif any(used(top) for top in WRITABLE):  # emptied by a short-lived child, so that no name the job chose
+            pid = os.fork()  # enters this process (whose memory the next job's child inherits)
+            if pid == 0:
+                for top in WRITABLE:
+                    wipe(top)
+                os._exit(0)
+            os.waitpid(pid, 0)
 
 
 def wipe(top: str) -> None:
-    """Remove everything under ``top`` (also what a job made unreadable or unwritable)."""
+    """Remove everything under ``top``, also what a job made unreadable or unwritable."""
+    for root, dirs, _ in os.walk(top):  # first make every directory ours to list and empty (links are not followed)
+        for d in dirs:
+            if not os.path.islink(os.path.join(root, d)):
+                _quiet(os.chmod, os.path.join(root, d), 0o700)
+    for root, dirs, files in os.walk(top, topdown=False):
+        for name in files:
+            _quiet(os.unlink, os.path.join(root, name))
+        for d in dirs:
+            path = os.path.join(root, d)
+            _quiet(os.unlink if os.path.islink(path) else os.rmdir, path)
+
+
+def _quiet(fn, *args) -> None:
     try:
-        names = os.listdir(top)
+        fn(*args)
     except OSError:
-        return
-    for name in names:
-        path = os.path.join(top, name)
-        try:
-            if os.path.isdir(path) and not os.path.islink(path):
-                for root, dirs, _ in os.walk(path):
-                    for d in dirs:
-                        try:
-                            os.chmod(os.path.join(root, d), 0o700)
-                        except OSError:
-                            pass
-                os.chmod(path, 0o700)
-                shutil.rmtree(path)
-            else:
-                os.unlink(path)
-        except OSError:
-            pass
+        pass
+
+
+def used(top: str) -> bool:
+    """Whether the job's tmpfs directory ``top`` holds anything, read from its size (a tmpfs directory grows by 20
+    bytes per entry from 40) rather than its listing: the names a job chose never enter this process."""
+    try:
+        return os.stat(top).st_size > 40
+    except OSError:
+        return False
 
 
 class Worker:
@@ -278,6 +329,7 @@ class Worker:
         self.mode = mode
         self.scratch_root = scratch_root  # unsafe mode: the trainer's directory for this worker's job directories
         self.me = os.getpid()
+        self.null = -1  # /dev/null, for what the trainer sends after its job ended
         self.child_uid: int | None = None
         if uid >= 0:
             if mode == "bwrap":  # started as root without a user namespace: drop to this worker's own uid for good
@@ -312,17 +364,8 @@ class Worker:
     def kill_all(self) -> None:
         for _ in range(500):
             pids = self.job_processes()
-            if self.pidns:
-                try:
-                    os.kill(-1, signal.SIGKILL)
-                except OSError:
-                    pass
-            else:
-                for p in pids:
-                    try:
-                        os.kill(p, signal.SIGKILL)
-                    except OSError:
-                        pass
+            for p in [-1] if self.pidns else pids:  # -1: every process of the namespace but pid 1 and this one
+                _quiet(os.kill, p, signal.SIGKILL)
             reaped = reap()
             if not pids and not reaped:
                 return
@@ -405,26 +448,31 @@ def main() -> None:
     hello = {"mode": mode, "pidns": w.pidns, "uid": os.getuid(), "child_uid": w.child_uid, "pid": os.getpid()}
     write_all(proto_out, frame(hello))
     os.dup2(null, 2)
+    w.null = null
+    gc.freeze()  # what exists now is never collected here or in a job's child: fewer pages copied after each fork
     while True:
-        try:
-            spec = decode(read_payload(proto_in))
-        except (EOFError, OSError, ValueError):
+        head = read_exact(proto_in, 5)
+        if head is None or head[4:] != JOB:
             os._exit(0)
-        job = Job(spec, w)
-        reply = job.start()
-        while True:
-            write_all(proto_out, struct.pack("!I", len(reply)) + reply)
-            job.wait_for(proto_in)
-            try:
-                payload = read_payload(proto_in)
-            except (EOFError, OSError, ValueError):
-                job.close()
-                os._exit(0)
-            if payload == b'"finish"':
-                break
-            reply = job.call(payload)
+        limits = decode(read_exact(proto_in, struct.unpack("!I", head[:4])[0]) or b"{}")  # settings, no job data
+        head = read_exact(proto_in, 5)
+        if head is None or head[4:] != DATA or not isinstance(limits, dict):
+            os._exit(0)
+        job = Job(limits, w, proto_in, proto_out)
+        try:
+            job.start(struct.unpack("!I", head[:4])[0])
+            while True:
+                head = read_exact(proto_in, 5, job.wait_for)  # the job's limits hold while the trainer runs its tests
+                if head is None or head[4:] not in (DATA, FINISH):
+                    raise EOFError
+                if head[4:] == FINISH:
+                    break
+                job.call(struct.unpack("!I", head[:4])[0])
+        except (EOFError, OSError):
+            job.close()
+            os._exit(0)
         job.close()
-        if mode == "bwrap" and any(os.listdir(top) for top in WRITABLE if os.path.isdir(top)):
+        if mode == "bwrap" and any(used(top) for top in WRITABLE):
             os._exit(3)  # could not empty the scratch space: a fresh worker gets a fresh one
         write_all(proto_out, frame("clean"))  # every process of the job is gone and its files removed
 
