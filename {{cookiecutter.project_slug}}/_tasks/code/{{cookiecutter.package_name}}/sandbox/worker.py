@@ -24,6 +24,11 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # its sibling wire.py (started by path, with -I)
 from wire import DATA, FINISH, JOB, MAX_FRAME, Reader, decode, encode, frame, read_exact, write_all  # noqa: E402
 
+# Frame headers pass through this one buffer, emptied after each job: not even the sizes of a job's frames stay
+# in memory for a later job's child (sizes above 256 may, as freed integers).
+HEAD = bytearray(5)
+HEAD_VIEW = memoryview(HEAD)
+
 TICK_S = 0.02  # period of the job-wide memory and process check
 WRITABLE = ("/tmp", "/dev/shm")
 # Standard modules solutions commonly import, loaded once here so that each job's fresh child inherits them rather
@@ -92,6 +97,19 @@ def child_main(rfd: int, wfd: int) -> None:
 
 
 # ------------------------------------------------------------------------------------------------ worker
+
+
+def read_head(fd: int, n: int, ready=None) -> bool:
+    """Read a frame header (``n`` bytes) into ``HEAD``; False at end of file or when ``ready(fd)`` says to stop."""
+    got = 0
+    while got < n:
+        if ready is not None and not ready(fd):
+            return False
+        k = os.readv(fd, [HEAD_VIEW[got:n]])
+        if not k:
+            return False
+        got += k
+    return True
 
 
 class Job:
@@ -207,7 +225,8 @@ class Job:
     def call(self, size: int) -> None:
         """Pass the trainer's next frame (``size`` bytes, not yet read) to the child, then relay its reply."""
         if self.ended is None:
-            self.to_child(struct.pack("!I", size))
+            struct.pack_into("!I", HEAD, 0, size)
+            self.to_child(HEAD_VIEW[:4])
         left = size
         while left:  # the trainer's bytes go on to the child unread, or, once the job has ended, to /dev/null
             if self.ended is not None:
@@ -243,18 +262,17 @@ class Job:
     def reply(self) -> None:
         """Relay the child's next frame to the trainer (spliced, unread), or the end of the job. A frame the child
         leaves unfinished is padded with bytes that are not UTF-8, so the trainer rejects it and stays in step."""
-        header = None if self.ended is not None else read_exact(self.rep_r, 4, self.wait_for)
-        if header is None:
+        if self.ended is not None or not read_head(self.rep_r, 4, self.wait_for):
             if self.ended is None:
                 self.exited()
             write_all(self.proto_out, frame(self.ended))
             return
-        (left,) = struct.unpack("!I", header)
+        (left,) = struct.unpack_from("!I", HEAD)
         if left > MAX_FRAME:
             self.end("error", "reply too large")
             write_all(self.proto_out, frame(self.ended))
             return
-        write_all(self.proto_out, header)
+        write_all(self.proto_out, HEAD_VIEW[:4])
         while left:
             if not self.wait_for(self.rep_r):  # the job ended mid-frame
                 while left:
@@ -280,6 +298,7 @@ class Job:
 
     def close(self) -> None:
         self.kill()
+        HEAD[:] = bytes(5)
         for fd in (self.req_w, self.rep_r):
             _quiet(os.close, fd)
         if self.w.mode != "bwrap":
@@ -451,23 +470,20 @@ def main() -> None:
     w.null = null
     gc.freeze()  # what exists now is never collected here or in a job's child: fewer pages copied after each fork
     while True:
-        head = read_exact(proto_in, 5)
-        if head is None or head[4:] != JOB:
+        if not read_head(proto_in, 5) or HEAD[4:] != JOB:
             os._exit(0)
-        limits = decode(read_exact(proto_in, struct.unpack("!I", head[:4])[0]) or b"{}")  # settings, no job data
-        head = read_exact(proto_in, 5)
-        if head is None or head[4:] != DATA or not isinstance(limits, dict):
+        limits = decode(read_exact(proto_in, struct.unpack_from("!I", HEAD)[0]) or b"{}")  # settings, no job data
+        if not read_head(proto_in, 5) or HEAD[4:] != DATA or not isinstance(limits, dict):
             os._exit(0)
         job = Job(limits, w, proto_in, proto_out)
         try:
-            job.start(struct.unpack("!I", head[:4])[0])
+            job.start(struct.unpack_from("!I", HEAD)[0])
             while True:
-                head = read_exact(proto_in, 5, job.wait_for)  # the job's limits hold while the trainer runs its tests
-                if head is None or head[4:] not in (DATA, FINISH):
-                    raise EOFError
-                if head[4:] == FINISH:
+                if not read_head(proto_in, 5, job.wait_for) or HEAD[4:] not in (DATA, FINISH):  # the job's limits
+                    raise EOFError  # hold while the trainer runs its tests
+                if HEAD[4:] == FINISH:
                     break
-                job.call(struct.unpack("!I", head[:4])[0])
+                job.call(struct.unpack_from("!I", HEAD)[0])
         except (EOFError, OSError):
             job.close()
             os._exit(0)
