@@ -302,6 +302,86 @@ def test_units_and_algebra_score_one(pred: str, gold: str) -> None:
     assert one(pred, gold) == 1.0
 
 
+# A second round of attacks: each earned 1.0 before (the gold value is in the answer, the final statement is not it)
+@pytest.mark.parametrize(
+    ("pred", "gold"),
+    [
+        ("x=3, y=2", "x=2, y=3"),  # swapped values of a system
+        ("a = 5, b = -1", "a = -1, b = 5"),
+        ("3, 2", "x=2, y=3"),  # values without their names
+        ("-(72)", "72"),  # a sign the number does not carry
+        ("-\\left(72\\right)", "72"),
+        ("minus 72", "72"),
+        ("negative 72", "72"),
+        ("\\frac{1}{2} = \\frac{\\sqrt{3}}{2}", "\\frac{\\sqrt{3}}{2}"),  # a false equation: every side must hold
+        ("4 = 3\\sqrt{2}", "3\\sqrt{2}"),
+        ("5 = 2x+3", "2x+3"),
+        ("2^6 = 72", "72"),
+        ("8 \\times 8 = 72", "72"),
+        ("73 | 72", "72"),  # two values joined by a separator
+        ("73 \\cr 72", "72"),
+        ("73 \\\\[2pt] 72", "72"),
+        ("73 \\therefore 72", "72"),
+        ("73 \\equiv 72", "72"),
+        ("73 \\bmod 72", "72"),
+        ("73 \\hspace{1em} 72", "72"),
+        ("73 := 72", "72"),
+        ("73... 72", "72"),
+        ("73. Oops, 72", "72"),
+        ("\\boxed{73 \\boxed{72}}", "72"),  # the outer box is the answer
+        ("\\phantom{73} 72", "72"),
+        ("72 million", "72"),  # words that change the value are not units
+        ("72 \\text{ thousand}", "72"),
+        ("72 over seven", "72"),
+        ("one over 72", "72"),
+        ("72 squared", "72"),
+        ("the square root of 72", "72"),
+        ("72 plus one", "72"),
+        ("72 \\mathrm{i}", "72"),  # a letter in \text is a unit only when it is one (m, s, h...)
+        ("72\\text{ x}", "72"),
+        ("72_{8}", "72"),
+        ("over 72", "72"),  # bounds and approximations
+        ("below 72", "72"),
+        ("\\leqq 72", "72"),
+        ("\\gg 72", "72"),
+        ("\\lesssim 72", "72"),
+        ("near 72", "72"),
+        ("~72", "72"),
+        ("72 (rounded)", "72"),
+        ("72 is wrong", "72"),  # negations
+        ("never 72", "72"),
+        ("except 72", "72"),
+        ("\\not 72", "72"),
+        ("\\alpha \\not= 72", "72"),
+        ("\\text{Monday}\\text{Tuesday}", "\\text{Monday}"),
+    ],
+)
+def test_second_round_over_credits_score_zero(pred: str, gold: str) -> None:
+    assert one(pred, gold) == 0.0
+
+
+@pytest.mark.parametrize(
+    ("pred", "gold"),
+    [
+        ("**72**", "72"),
+        ("5\\,000", "5000"),
+        ("-(72)", "-72"),
+        ("\u22127", "-7"),
+        ("x = 2, y = 3", "x=2, y=3"),
+        ("48 + 24 = 72", "72"),
+        ("\\sqrt{5184}", "72"),
+        ("(x, y) = (1, 2)", "(1, 2)"),
+        ("\\sin(\\pi/3) = \\frac{\\sqrt{3}}{2}", "\\frac{\\sqrt{3}}{2}"),
+        ("monday", "\\text{Monday}"),
+        ("0.333 (rounded)", "\\frac{1}{3}"),
+        ("72 seconds", "72"),
+        ("72 square feet", "72"),
+    ],
+)
+def test_second_round_correct_answers_score_one(pred: str, gold: str) -> None:
+    assert one(pred, gold) == 1.0
+
+
 def test_boxes_without_an_answer_block() -> None:
     texts = ["\\boxed{73}, \\boxed{72}", "\\boxed{73} or \\boxed{72}", "\\boxed{73} \\to \\boxed{72}"]
     assert correctness(completions=texts, answer=["72"] * 3) == [0.0] * 3

@@ -86,8 +86,9 @@ def _close_many(text: str, openers: list[tuple[int, int]]) -> list[tuple[int, in
 
 
 def last_boxed(text: str) -> str | None:
-    r"""Content of the last balanced ``\boxed{...}`` (or ``\fbox{...}``) in ``text``, or None."""
-    spans = boxed_spans(text) if "\\boxed" in text or "\\fbox" in text else ()
+    r"""Content of the last balanced ``\boxed{...}`` (or ``\fbox{...}``) in ``text`` that is not inside another
+    one (``\boxed{73 \boxed{72}}`` answers ``73 \boxed{72}``), or None."""
+    spans = _top_level(boxed_spans(text)) if "\\boxed" in text or "\\fbox" in text else ()
     return text[spans[-1][1] : spans[-1][2]] if spans else None
 
 
@@ -150,6 +151,8 @@ _FRACTION = re.compile(
     r"(?P<sign>[-+])?\s*(?:\\[dt]?frac\s*\{\s*(?P<a>\d+)\s*\}\s*\{\s*(?P<b>\d+)\s*\}"
     r"|\\[dt]?frac(?P<a1>\d)(?P<b1>\d)|(?P<a2>\d+)\s*/\s*(?P<b2>\d+))"
 )
+_TEXT_CMD_END = re.compile(r"\\(?:text|textbf|mathrm|mbox|textnormal|operatorname)\s*\{[^{}]*\}$")
+_THIN_THOUSANDS = re.compile(r"(?<=\d)\\,(?=\d{3}(?!\d))")
 _SPACES = re.compile(r"\\[,;:! ]|\\quad|\\qquad|~")
 _VAR_ASSIGN = re.compile(r"[a-zA-Z]\s*=\s*(?=[-+\d.\\])")
 _UNIT_WORD = re.compile(r"[A-Za-z]+(?:\^\{?[23]\}?)?(?:/[A-Za-z]+(?:\^\{?[23]\}?)?)?")
@@ -167,6 +170,15 @@ MATH_NAMES = frozenset(
     "chi psi omega inf infty".split()
 )
 _WORD_BREAKERS = frozenset("or and nor not either maybe perhaps possibly vs to then".split())
+# Words that change a number's value ("72 million", "72 squared", "minus 72", "one over 72"): never a unit, and a
+# sentence holding one is not "a number in prose".
+VALUE_WORDS = frozenset(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+    "seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred hundreds thousand "
+    "thousands million millions billion billions trillion trillions dozen dozens half halves double doubled twice "
+    "thrice triple tripled quadruple plus minus negative positive divided multiplied squared cubed root roots "
+    "power powers inverse reciprocal factorial base binary octal hex hexadecimal".split()
+)
 
 
 def is_unit(token: str) -> bool:
@@ -183,7 +195,7 @@ def _unit_word(word: str) -> bool:
     if word in KNOWN_UNITS:
         return True
     lower = word.lower()
-    if len(word) < 4 or lower in MATH_NAMES or lower in _WORD_BREAKERS:
+    if len(word) < 4 or lower in MATH_NAMES or lower in _WORD_BREAKERS or lower in VALUE_WORDS:
         return False
     return any(v in lower for v in "aeiou")  # "clips", "dollars"; never "xyz" or "abc" (products of variables)
 
@@ -232,24 +244,29 @@ def _text_command(match: re.Match[str]) -> str:
     r"""``\text{...}``: its words, or nothing when it is a unit right after a number (``5\text{ cm}``)."""
     content = match.group(1).strip()
     before = match.string[: match.start()].rstrip()
+    if _TEXT_CMD_END.search(before):
+        return " " + match.group(1) + " "  # after another text ("\text{Monday}\text{Tuesday}"): words, not a unit
     if before and (before[-1].isdigit() or before[-1] == "}") and content and content.lower() not in _WORD_BREAKERS:
-        if all(is_unit(t) or (len(t) == 1 and t.isalpha()) for t in content.split()):
+        if all(is_unit(t) or t in SINGLE_LETTER_UNITS for t in content.split()):
             return " "
     return " " + match.group(1) + " "
 
 
 def normalize(s: str) -> str:
     """Canonical surface form of an answer string (see ``math_task``)."""
-    s = s.strip()
+    s = s.strip().replace("\u2212", "-")  # the Unicode minus sign
+    if len(s) > 4 and s.startswith("**") and s.endswith("**"):  # Markdown bold around the whole answer
+        s = s[2:-2].strip()
     lead = _LEAD_IN.match(s)
     if lead:
         s = s[lead.end() :]
     s = _strip_delims(s)
     s = _TEXT_CMD.sub(_text_command, s)
+    s = _THIN_THOUSANDS.sub("", s)  # "5\,000" -> "5000"
     s = _SPACES.sub(" ", s)
     s = s.replace("\\left", "").replace("\\right", "").replace("\\displaystyle", "").strip()
     assign = _VAR_ASSIGN.match(s)
-    if assign:  # "x = 3" -> "3"
+    if assign and not _VAR_ASSIGN.search(s, assign.end()):  # "x = 3" -> "3"; never "x = 2, y = 3" -> "2, y = 3"
         s = s[assign.end() :]
     s = _CURRENCY.sub("", s)
     s = s.strip().rstrip(".").strip()
@@ -298,14 +315,30 @@ RANGE_WORDS = re.compile(
     re.IGNORECASE,
 )
 APPROX = re.compile(
-    r"\\approx|\\simeq|\\sim\b|≈|≃|\b(?:approximately|approx|about|around|roughly|nearly|almost|circa|estimated)\b",
+    r"\\approx|\\simeq|\\sim\b|\\(?:lesssim|gtrsim|approxeq|thickapprox|thicksim|cong|propto|asymp)\b|≈|≃|"
+    r"(?:^|\s)~\s*(?=[-+.\d])|\b(?:approximately|approx|about|around|roughly|nearly|almost|circa|estimated|near|"
+    r"nearest|close to|round(?:ed|ing)?|or so|give or take|ish)\b",
     re.IGNORECASE,
 )
 BOUND = re.compile(
-    r"\\(?:le|leq|ge|geq|lt|gt|neq|ne|leqslant|geqslant)\b|[<>≤≥≠]|"
-    r"\b(?:at least|at most|less than|more than|greater than|fewer than|up to)\b",
+    r"\\(?!left)(?:l[el]|g[egt]|less|gtr|lt|prec|succ|n(?:e|less|gtr|leq|geq))|[<>≤≥≠≪≫≲≳≺≻]|"
+    r"\b(?:at least|at most|less than|more than|greater than|fewer than|up to|over|under|below|above|beyond|"
+    r"exceed\w*|within|upwards)\b",
     re.IGNORECASE,
 )
+NEGATION = re.compile(
+    r"\b(?:no|not|never|none|neither|except|excluding|without|wrong|incorrect|false|isn'?t|wasn'?t|aren'?t|"
+    r"cannot|can'?t|impossible|nope|oops|mistake)\b|\\(?:not|neg|lnot)(?![a-zA-Z])|¬",
+    re.IGNORECASE,
+)
+# Marks that join or separate several values, or hide text: an answer holding one the gold does not is refused
+SEPARATORS = re.compile(
+    r"\||\\\\|:=|;|\.\.\.|…|\\(?:cr|bmod|pmod|mod|equiv|cup|cap|setminus|therefore|because|dots|ldots|cdots|"
+    r"vdots|hspace|vspace|mid|vert|Vert|lvert|rvert|lVert|rVert|colon|hline|newline|par|phantom|hphantom|"
+    r"vphantom|color|textcolor|underbrace|overbrace|stackrel|overset|underset|substack)(?![a-zA-Z])"
+)
+# An arithmetic expression (for a numeric gold): numbers, operators, brackets, fractions and roots only
+ARITHMETIC = re.compile(r"(?:[\d\s.+\-*/^()\[\]{}!]|\\(?:[dt]?frac|sqrt|times|cdot|div)(?![a-zA-Z]))+")
 
 
 def multiple_candidates(pred: str) -> bool:

@@ -4,7 +4,8 @@ Started by ``math_task`` as ``python <this file>`` through :class:`~.timed_worke
 a comparison overruns (math-verify's own timeouts need ``signal.alarm``, i.e. the main thread; here nothing limits
 sympy, the parent's deadline does). Protocol, one JSON object per line: it writes ``{"ready": true}`` once
 math-verify is imported and warm (``{"ready": false, "error": ...}`` when it cannot be imported), then answers each
-request ``{"g": gold, "p": prediction}`` with ``{"ok": bool}``. Both sides are wrapped in ``\\boxed{...}`` before
+request ``{"g": gold, "p": prediction}`` with ``{"ok": bool}`` (``"p"`` may be a list: true when every one
+matches). Both sides are wrapped in ``\\boxed{...}`` before
 parsing, so a list or "a or b" parses as a set, never as its last number.
 
 Runs as a script, not as part of the package: stdlib plus math-verify only.
@@ -44,8 +45,8 @@ def main() -> None:
         try:
             req = json.loads(line)
             gold = gold_cache(str(req["g"]))
-            pred = parse_boxed(str(req["p"]))
-            ok = bool(gold) and bool(pred) and bool(verify(gold, pred, timeout_seconds=None))
+            preds = [parse_boxed(str(p)) for p in (req["p"] if isinstance(req["p"], list) else [req["p"]])]
+            ok = bool(gold) and all(p and verify(gold, p, timeout_seconds=None) for p in preds)
         except Exception:
             ok = False
         sys.stdout.write(json.dumps({"ok": ok}) + "\n")

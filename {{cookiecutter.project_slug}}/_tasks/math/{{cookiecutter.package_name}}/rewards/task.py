@@ -9,26 +9,35 @@ Gold (column ``answer``): a bare value (``"72"``), a GSM8K solution ending ``###
 Scoring (``correctness`` in {0, 1}, or None):
 
 1. Normalise both sides (:mod:`.math_answer`: LaTeX delimiters, ``\boxed``, ``\text{}``/``\mathrm{}``,
-   ``\$``/currency, thousands separators, a lead-in such as "The answer is", ``x =``, a trailing period, ``%``,
-   degrees, and trailing unit WORDS: a known unit, a compound such as ``km/h``, or a word of 4+ letters with a vowel
-   that is not a math name; a single letter is a variable, never a unit, so ``72x``, ``72i``, ``72 y^2`` and
-   ``72 xyz`` stay as they are).
-   For a numeric gold, a short sentence holding exactly one number and otherwise only words ("She earned $10.")
-   counts as that number, unless a letter or ``^`` is glued to the number or a one-letter word follows it.
-2. Stdlib fast path: if both sides are plain numbers (integers, decimals, ``a/b``, ``\frac{a}{b}``) they are
-   compared exactly as :class:`fractions.Fraction`; a decimal rounded to >= 3 places also matches a gold that has
-   no finite decimal expansion (1/3 ~ 0.333). Identical normalised strings match. No math-verify needed.
-3. Otherwise math-verify decides (``parse`` + ``verify`` on ``\boxed{...}``-wrapped strings, so "72 or 73" and
-   "1, 2, 72" are parsed as sets, never as "the last number"): fractions vs decimals, LaTeX forms, sets,
-   intervals, expressions (``0.5x`` = ``\frac{x}{2}``, ``x + x`` = ``2x``).
+   ``\$``/currency, thousands separators (also ``5\,000``), Markdown bold, a lead-in such as "The answer is", a
+   single ``x =`` (never one of several: ``x=2, y=3`` keeps its names), a trailing period, ``%``, degrees, and
+   trailing unit WORDS: a known unit, a compound such as ``km/h``, or a word of 4+ letters with a vowel that is
+   not a math name or a word that changes the value (``million``, ``squared``, ``minus``, number words); a single
+   letter is a variable, never a unit, so ``72x``, ``72i``, ``72 y^2`` and ``72 xyz`` stay as they are (in
+   ``\text{}`` after a number only unit letters such as ``m``, ``s``, ``h`` are units).
+2. A numeric gold (an integer, decimal, ``a/b``, ``\frac{a}{b}``) is matched by: a plain number, compared exactly
+   as :class:`fractions.Fraction` (a decimal rounded to >= 3 places also matches a gold that has no finite decimal
+   expansion: 1/3 ~ 0.333); a short sentence holding exactly one number and otherwise only words ("She earned
+   $10.": no value word, no sign before it, no letter or ``^`` glued to it, no one-letter word after it); or an
+   arithmetic expression (numbers, ``+ - * / ^``, brackets, ``\frac``, ``\sqrt``, ``\times``, ``\cdot``,
+   ``\div``) or an equation chain of them, every side of which equals the gold ("48 + 24 = 72"; "2^6 = 72" scores
+   0.0), the expressions checked by math-verify. Anything else scores 0.0.
+3. Any other gold: identical normalised strings match; a word answer ("Monday") is compared as words; a gold with
+   several named values (``x=2, y=3``) needs as many in the answer; otherwise math-verify decides (``parse`` +
+   ``verify`` on ``\boxed{...}``-wrapped strings, so "72 or 73" and "1, 2, 72" are parsed as sets, never as "the
+   last number"): fractions vs decimals, LaTeX forms, sets, intervals, expressions (``0.5x`` = ``\frac{x}{2}``,
+   ``x + x`` = ``2x``). An equation chain must hold on every side (a leading ``(x, y) =`` only names the value).
 
 Anti-gaming (each scores 0.0 against a gold that does not itself have the feature): several candidates ("72 or 73",
 "73 \to 72", "between 70 and 74", "73, actually 72", one number per line, "72 73"); several disagreeing boxes in the
 answer block, more than ``MAX_BOXES`` boxes in a completion, or ``\boxed{73}, \boxed{72}`` joined only by
-punctuation/"or"/an arrow; a question mark ("72?"); a bound ("at least 72", "> 72"); an approximation ("about 72",
-"≈ 72") unless the gold has no finite decimal expansion (then only the >= 3 places rounding rule can match); a
-one-letter variable in the answer when the gold has none (``72x`` for 72); an equation chain with a wrong
-plain-number side ("73 = 72"). The answer is checked as a whole, never searched for a matching number.
+punctuation/"or"/an arrow (a box inside a box belongs to it: the outermost last box is the answer); a question
+mark ("72?"); a negation ("not", "never", "except", "wrong", ``\not``); a separator or hidden text (``|``,
+``\\``, ``\cr``, ``;``, ``:=``, "...", ``\equiv``, ``\bmod``, ``\therefore``, ``\hspace``, ``\phantom``,
+``\color``...); a bound ("at least 72", "over 72", "> 72", ``\leqq``, ``\gg``); an approximation ("about 72",
+"≈ 72", "~72", "near 72", "72 (rounded)") unless the gold has no finite decimal expansion (then only the >= 3
+places rounding rule can match); a one-letter variable in the answer when the gold has none (``72x`` for 72). The
+answer is checked as a whole, never searched for a matching number.
 
 Time bound (any input, any thread): extraction is a linear scan of the completion (cut at ``MAX_COMPLETION_CHARS``);
 an extracted answer over ``MAX_RAW_ANSWER_CHARS`` scores 0.0 before any regex; normalisation and the screens then
@@ -60,12 +69,16 @@ from ..answer_format import extract_answer
 from .common import column, completion_texts, register
 from .math_answer import (
     APPROX,
+    ARITHMETIC,
     BOUND,
     HEDGE_WORDS,
     MATH_NAMES,
     MAX_BOXES,
     MAX_RAW_ANSWER_CHARS,
+    NEGATION,
     NUMBER,
+    SEPARATORS,
+    VALUE_WORDS,
     as_number,
     decimals,
     extract_prediction,
@@ -133,8 +146,9 @@ class MathVerifyWorker(TimedWorker):
     def __init__(self) -> None:
         super().__init__(WORKER_SCRIPT, start_timeout=WORKER_START_TIMEOUT_S)
 
-    def verify(self, gold: str, pred: str, timeout: float = VERIFY_TIMEOUT_S) -> bool | None:
-        """math-verify's verdict on the normalised pair; False on timeout; None if math-verify is unavailable."""
+    def verify(self, gold: str, pred: str | list[str], timeout: float = VERIFY_TIMEOUT_S) -> bool | None:
+        """math-verify's verdict on the normalised pair (with a list: every one equals the gold), all within one
+        ``timeout``; False on timeout; None if math-verify is unavailable."""
         reply = self.call({"g": gold, "p": pred}, timeout)
         if reply is None:
             return None if self.available is False else False
@@ -160,8 +174,10 @@ def _number_in_prose(pred: str) -> tuple[Fraction, str] | None:
     if (before and before[-1].isalpha()) or (after and (after[0].isalpha() or after[0] == "^")):
         return None  # "x72", "72x", "72i": a product, not a number in a sentence
     words = [w.strip(".,;:'\"()").lower() for w in (before + " " + after).split()]
-    if any(w in MATH_NAMES for w in words):
-        return None  # "72 pi", "sqrt 72"
+    if any(w in MATH_NAMES or w in VALUE_WORDS for w in words):
+        return None  # "72 pi", "sqrt 72", "minus 72", "72 million"
+    if re.search(r"[-+]\s*\(?\s*$", before):
+        return None  # "-(72)": a sign the number does not carry
     nxt = after.split()[0].strip(".,;:'\"()") if after.split() else ""
     if nxt and not is_unit(nxt) and nxt.lower() not in _SHORT_WORDS:
         return None  # "72 x", "72 xyz": a name after the number that is no unit word is a variable
@@ -171,20 +187,13 @@ def _number_in_prose(pred: str) -> tuple[Fraction, str] | None:
     return (value, m.group(0)) if value is not None else None
 
 
-def _contradicts(gold: Fraction, pred: str) -> bool:
-    """An equation chain with a plain-number side other than the gold ("73 = 72" hedges; "48+24 = 72" does not)."""
-    for side in re.split(r"(?<![<>!\\])=", pred):
-        side = normalize(side)
-        value = as_number(side)
-        if value is not None and not numbers_equal(gold, value, side):
-            return True
-    return False
-
-
 def _hedged(raw: str, gold: Gold) -> bool:
-    """A question, a bound or an approximation the gold does not make itself (see the module docstring)."""
+    """A question, a negation, a separator, a bound or an approximation the gold does not make itself."""
     if "?" in raw and "?" not in gold.raw:
         return True
+    for screen in (NEGATION, SEPARATORS):
+        if screen.search(raw) and not screen.search(gold.raw):
+            return True
     if BOUND.search(raw) and not BOUND.search(gold.raw):
         return True
     if APPROX.search(raw) and not APPROX.search(gold.raw):
@@ -217,18 +226,55 @@ def score(completion_text: str, gold_cell: object) -> float | None:
         return 0.0
     if pred == gold.text:
         return 1.0
-    if gold.number is not None and "=" in pred and _contradicts(gold.number, pred):
-        return 0.0
-    pred_number = as_number(pred)
-    if gold.number is not None and pred_number is None:
-        pred_number, pred = _number_in_prose(pred) or (None, pred)
-    if gold.number is not None and pred_number is not None:
-        return 1.0 if numbers_equal(gold.number, pred_number, pred) else 0.0
-    if free_letter(pred) and not free_letter(gold.text):
+    if gold.number is not None:
+        return _numeric(gold, pred)
+    if _WORDS.fullmatch(gold.text):  # a word answer ("Monday", "yes"): compared as words
+        return 1.0 if pred.casefold() == gold.text.casefold() else 0.0
+    named = len(_ASSIGNMENT.findall(gold.text))
+    if named > 1 and len(_ASSIGNMENT.findall(pred)) != named:
+        return 0.0  # "x=2, y=3" is answered with the names: "3, 2" does not say which is which
+    sides = [pred]
+    if "=" in pred and "=" not in gold.text:  # an equation chain: every side must equal the gold
+        sides = [normalize(side) for side in _EQUALS.split(pred)]
+        if len(sides) > 1 and _LABEL.fullmatch(sides[0]):
+            sides = sides[1:]  # "(x, y) = (1, 2)": names, not a value
+    if not all(sides) or any(free_letter(side) for side in sides) and not free_letter(gold.text):
         return 0.0  # a variable ("72x", "72 y^2") cannot equal a constant gold
-    if pathological(pred) or pathological(gold.text):
+    if any(pathological(side) for side in sides) or pathological(gold.text):
         return 0.0
-    verdict = WORKER.verify(gold.text, pred)
+    return _verified(gold, sides)
+
+
+_EQUALS = re.compile(r"(?<![<>!\\])=")
+_ASSIGNMENT = re.compile(r"[A-Za-z]\s*=(?!=)")
+_WORDS = re.compile(r"[A-Za-z]+(?: [A-Za-z]+)*")
+_LABEL = re.compile(r"[(\[]?\s*[A-Za-z](?:\s*,\s*[A-Za-z])*\s*[)\]]?|[A-Za-z]\s*\(\s*[A-Za-z]\s*\)")
+
+
+def _numeric(gold: Gold, pred: str) -> float | None:
+    """A numeric gold: the answer is a number, a short sentence holding one number, or an arithmetic expression (or
+    an equation chain of them) every side of which equals the gold; anything else scores 0.0."""
+    assert gold.number is not None
+    value = as_number(pred)
+    if value is not None:
+        return 1.0 if numbers_equal(gold.number, value, pred) else 0.0
+    prose = _number_in_prose(pred)
+    if prose is not None:
+        return 1.0 if numbers_equal(gold.number, *prose) else 0.0
+    rest = []
+    for side in (normalize(side) for side in _EQUALS.split(pred)):
+        if not side or not ARITHMETIC.fullmatch(side) or pathological(side):
+            return 0.0
+        value = as_number(side)
+        if value is None:
+            rest.append(side)
+        elif not numbers_equal(gold.number, value, side):
+            return 0.0  # "73 = 72"
+    return _verified(gold, rest) if rest else 1.0
+
+
+def _verified(gold: Gold, preds: list[str]) -> float | None:
+    verdict = WORKER.verify(gold.text, preds if len(preds) > 1 else preds[0])
     if verdict is None:
         return None
     return 1.0 if verdict else 0.0
