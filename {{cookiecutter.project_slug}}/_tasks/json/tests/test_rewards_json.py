@@ -287,3 +287,90 @@ def test_fenced_blocks_scanner() -> None:
     assert json_task.fenced_blocks("a ```json\n[1]\n``` b ```\n{}``` c ```open") == ["\n[1]\n", "\n{}"]
     assert one(wrap("```json\n" + GOLD + "\n```")) == 1.0
     assert one(wrap("```JSON " + GOLD + "```")) == 1.0
+
+
+# ------------------------------------------------------------------------------ a second round of attacks
+
+PERSON = json.dumps(
+    {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string"},
+            "age": {"type": "integer", "minimum": 0},
+            "city": {"type": "string"},
+        },
+        "required": ["name", "age", "city"],
+        "additionalProperties": False,
+    }
+)
+PERSON_GOLD = '{"name": "Maria Lopez", "age": 34, "city": "Madrid"}'
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        '{"person": ' + PERSON_GOLD + ", oops}",  # the right object inside a broken document
+        "[" + PERSON_GOLD,  # inside an unclosed array
+        '{"person": ' + PERSON_GOLD + ', "verified": True}',  # inside Python, not JSON
+    ],
+)
+def test_a_broken_document_never_yields_a_piece_of_itself(body: str) -> None:
+    assert one(wrap(body), PERSON, PERSON_GOLD) == 0.0
+    assert one(wrap('{"person": ' + PERSON_GOLD + "}"), PERSON, PERSON_GOLD) == 0.1  # the valid wrapper: invalid
+
+
+def test_an_unclosed_final_answer_is_the_answer() -> None:
+    text = "<reasoning>The record is " + PERSON_GOLD + '</reasoning>\n<answer>\n{"name": "Bob", "age": 1'
+    assert one(text, PERSON, PERSON_GOLD) == 0.0
+
+
+def test_patterns_and_formats_mean_what_json_schema_says() -> None:
+    date_rule = {"type": "string", "pattern": "^\\d{4}-\\d{2}-\\d{2}$"}
+    dated = json.dumps({"type": "object", "properties": {"date": date_rule}})
+    gold = '{"date": "2025-03-02"}'
+    assert one(wrap(gold), dated, gold) == 1.0
+    arabic_indic, full_width = "\u0662\u0660\u0662\u0665-\u0660\u0663-\u0660\u0662", "\uff12\uff10\uff12\uff15-03-02"
+    for date in ["2025-03-02\n", arabic_indic, full_width]:
+        assert one(wrap(json.dumps({"date": date})), dated, gold) == 0.1, date  # "$" is the end; \d is [0-9]
+    formats = {
+        "date-time": ("2025-01-20T10:00:00Z", ["next tuesday", "2025-13-40T10:00:00Z", "2025-01-20 10:00"]),
+        "time": ("10:00:00+01:00", ["10am", "25:00:00Z"]),
+        "duration": ("P3DT4H", ["3 days", "P", "PT"]),
+        "hostname": ("example.com", ["not a host", "-bad-.com"]),
+        "uri": ("https://example.com/a?b=c", ["example dot com", "no scheme"]),
+    }
+    for fmt, (good, bads) in formats.items():
+        schema = json.dumps({"type": "object", "properties": {"v": {"type": "string", "format": fmt}}})
+        gold = json.dumps({"v": good})
+        assert one(wrap(gold), schema, gold) == 1.0, fmt
+        for bad in bads:
+            assert one(wrap(json.dumps({"v": bad})), schema, gold) == 0.1, (fmt, bad)
+
+
+def test_large_validations_go_to_the_worker_and_stay_bounded() -> None:
+    variants = [
+        {"type": "object", "required": ["kind"], "properties": {"kind": {"const": f"t{i}"}, "a": {"type": "string"}}}
+        for i in range(100)
+    ]
+    schema = json.dumps({"type": "object", "properties": {"events": {"type": "array", "items": {"oneOf": variants}}}})
+    gold = '{"events": [{"kind": "t1"}]}'
+    assert one(wrap(gold), schema, gold) == 1.0  # small: in-process
+    big = json.dumps({"events": [{"kind": "t0"}] * 3500}, separators=(",", ":"))
+    assert json_task.local_validator(schema) is not None  # a plain schema ...
+    start = time.monotonic()
+    assert one(wrap(big), schema, gold) == 0.0  # ... with a 49k-character list: the worker, killed at its limit
+    assert time.monotonic() - start < json_task.VALIDATE_TIMEOUT_S + 10.0  # (a restart on a busy machine)
+    assert one(wrap(gold), schema, gold) == 1.0
+
+
+def test_long_patterns_go_to_the_worker() -> None:
+    assert not json_task.bounded_pattern("[0-9]{0,63}" + "[0-9]{100}" * 80 + "x")
+    assert json_task.bounded_pattern("^[A-Z]{2}-[0-9]{4}$")
+
+
+def test_brackets_in_strings_neither_hide_depth_nor_refuse_a_document() -> None:
+    schema = '{"type": "object", "required": ["s"]}'
+    gold = json.dumps({"s": "[" * 70})
+    assert one(wrap(gold), schema, gold) == 1.0
+    deep = '{"s": ' + '["]",' * 500 + "1" + "]" * 500 + "}"
+    assert json_task.score(wrap(deep), schema, gold) == 0.0  # refused, no RecursionError

@@ -8,10 +8,12 @@ checkers), so validation happens here, where the parent's deadline can kill it.
 Protocol, one JSON object per line: ``{"ready": true}`` once jsonschema is imported (``{"ready": false, "error":
 ...}`` when it cannot be), then for each request ``{"s": schema_text}`` -> ``{"bad": bool}`` (is it unusable as a
 schema?) and ``{"s": schema_text, "d": document_text}`` -> ``{"v": true | false | null}`` (``null``: the schema
-needs a remote ``$ref``, which is never fetched). Validators honour ``$schema`` (Draft 2020-12 when absent) and
-check formats; they are cached per schema text.
+needs a remote ``$ref``, which is never fetched). Validators honour ``$schema`` (Draft 2020-12 when absent), match
+``pattern`` as JSON Schema means it and check formats (``json_schema_screen.json_schema_class``, loaded by path);
+they are cached per schema text.
 
-Runs as a script, not as part of the package: stdlib plus jsonschema/referencing only.
+Runs as a script, not as part of the package: stdlib plus jsonschema/referencing, and its sibling
+``json_schema_screen.py`` (stdlib only) loaded explicitly by path.
 """
 
 from __future__ import annotations
@@ -29,9 +31,15 @@ def main() -> None:
     here = os.path.dirname(os.path.abspath(__file__))
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]  # never import siblings by accident
     try:
+        import importlib.util
+
         import jsonschema
         from referencing import Registry
         from referencing.exceptions import NoSuchResource
+
+        spec = importlib.util.spec_from_file_location("json_schema_screen", os.path.join(here, "json_schema_screen.py"))
+        screen = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+        spec.loader.exec_module(screen)  # type: ignore[union-attr]  # the same pattern and format rules as in-process
     except Exception as exc:
         sys.stdout.write(json.dumps({"ready": False, "error": repr(exc)}) + "\n")
         sys.stdout.flush()
@@ -46,9 +54,9 @@ def main() -> None:
             schema = json.loads(schema_text)
             if not isinstance(schema, (dict, bool)):
                 return None
-            cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+            cls, formats = screen.json_schema_class(jsonschema, schema)
             cls.check_schema(schema)
-            return cls(schema, registry=Registry(retrieve=refuse), format_checker=cls.FORMAT_CHECKER)
+            return cls(schema, registry=Registry(retrieve=refuse), format_checker=formats)
         except Exception:
             return None
 

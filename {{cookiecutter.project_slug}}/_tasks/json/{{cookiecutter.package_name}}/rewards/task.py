@@ -1,10 +1,15 @@
-"""JSON correctness: does the completion's JSON document satisfy the row's ``schema`` and equal its ``answer``?
+r"""JSON correctness: does the completion's JSON document satisfy the row's ``schema`` and equal its ``answer``?
 
-Extraction: from the last ``<answer>`` block (the whole completion when there is none), the last fenced block
-(```` ```json ```` or a bare ```` ``` ````) if any, else the last complete JSON object/array found by scanning with
-``json.JSONDecoder().raw_decode`` (so prose before or after the document is tolerated).
+Extraction: from the last ``<answer>`` block (an unclosed final ``<answer>`` counts as the answer, never the
+reasoning before it; the whole completion when there is no answer tag), the last fenced block (```` ```json ````
+or a bare ```` ``` ````) if any, else the last complete JSON object/array found by scanning with
+``json.JSONDecoder().raw_decode`` (so prose before or after the document is tolerated). A bracket that does not
+open a valid document is skipped with everything inside it, so a broken document (``{"a": <gold>, oops}``,
+``[<gold>``) never yields a piece of itself.
 
-Validation: jsonschema, honouring ``$schema`` (Draft 2020-12 when absent), with format checking, and a
+Validation: jsonschema, honouring ``$schema`` (Draft 2020-12 when absent), with ``pattern`` matched as JSON Schema
+means it (ECMA-262: ``\d`` is [0-9], ``$`` is the very end), format checking (``date-time``, ``time``,
+``duration``, ``hostname`` and ``uri`` are checked here even without jsonschema's optional packages), and a
 ``referencing.Registry`` that refuses to retrieve remote ``$ref`` targets (no network): a row whose schema needs
 one scores None. A schema can make validation take unbounded time on a model-written document (a ``pattern`` such
 as ``^(a+)+$`` under Python's backtracking ``re``, ``patternProperties``, ``uniqueItems`` over thousands of objects,
@@ -13,7 +18,9 @@ any keyword of ``RISKY_KEYWORDS`` anywhere, or a regex that is not :func:`bounde
 persistent worker process (``json_schema_worker.py``, see :mod:`.timed_worker`); a validation that takes over
 ``VALIDATE_TIMEOUT_S`` kills the worker and scores 0.0. Other schemas are finite trees of plain keywords (types,
 properties, required, enum, bounds, items, combinators without ``$ref``, fixed-width patterns such as
-``^[0-9]{4}$``): validating costs at most schema nodes x document nodes, so they are validated in-process.
+``^[0-9]{4}$`` up to ``MAX_PATTERN_CHARS``): validating costs at most schema nodes x document nodes, so they are
+validated in-process while schema characters x document characters stay within ``LOCAL_WORK`` (larger pairs, such
+as a 100-way ``oneOf`` over a 50k-character list, go to the worker too).
 
 Equality with the gold ``answer``: key order is irrelevant, array order matters, strings compare exactly, numbers
 compare by value (``1 == 1.0``; JSON does not distinguish them), but booleans are not numbers (``true != 1``).
@@ -31,7 +38,8 @@ Score (``correctness`` in [0, 1], or None):
   (a score without validation would be a false 0/1).
 
 Time bound (any input, any thread): the searched text is cut at ``MAX_JSON_CHARS``; text whose bracket nesting
-exceeds ``MAX_DEPTH`` is refused before any decoding (no RecursionError); fences are found with ``str.find`` (no
+(outside strings) exceeds ``MAX_DEPTH`` is refused before any decoding, and so is a decoded document nested
+deeper (no RecursionError); fences are found with ``str.find`` (no
 regex); at most ``MAX_DECODE_ATTEMPTS`` raw_decode starts are tried and they read at most ``DECODE_BUDGET_CHARS``
 characters in all. Comparison with the gold is linear in the document. So one completion costs a few tens of ms of
 scanning at worst, plus at most ``VALIDATE_TIMEOUT_S`` (1 s) of validation, plus one worker start (importing
@@ -48,9 +56,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from ..answer_format import extract_answer
+from ..answer_format import FORMAT, MAX_COMPLETION_CHARS, extract_answer
 from .common import column, completion_texts, register
-from .json_schema_screen import RISKY_KEYWORDS, bounded_pattern, patterns_bounded, schema_keys
+from .json_schema_screen import RISKY_KEYWORDS, bounded_pattern, json_schema_class, patterns_bounded, schema_keys
 from .timed_worker import TimedWorker
 
 MAX_JSON_CHARS = 50_000
@@ -58,6 +66,7 @@ MAX_DEPTH = 64
 MAX_DECODE_ATTEMPTS = 500
 DECODE_BUDGET_CHARS = 4 * MAX_JSON_CHARS
 VALIDATE_TIMEOUT_S = 1.0
+LOCAL_WORK = 20_000_000  # schema chars x document chars validated in-process (tens of ms at most); above, the worker
 SCHEMA_CHECK_TIMEOUT_S = 5.0
 WORKER_START_TIMEOUT_S = 60.0
 
@@ -80,15 +89,60 @@ _MISSING = object()
 
 
 def max_depth(text: str) -> int:
-    """Maximum nesting of ``[``/``{`` in ``text`` (brackets inside strings are counted too: conservative)."""
+    """Maximum nesting of ``[``/``{`` in ``text`` outside JSON strings (a decoded document is checked again)."""
     depth = best = 0
+    in_string = escaped = False
     for c in text:
-        if c in "[{":
+        if in_string:
+            if escaped:
+                escaped = False
+            elif c == "\\":
+                escaped = True
+            elif c == '"':
+                in_string = False
+        elif c == '"':
+            in_string = True
+        elif c in "[{":
             depth += 1
             if depth > best:
                 best = depth
         elif c in "]}" and depth:
             depth -= 1
+    return best
+
+
+def _span_end(text: str, start: int) -> int:
+    """Where the bracket opened at ``start`` closes (just after it; JSON strings skipped), or ``len(text)``."""
+    depth = 0
+    in_string = escaped = False
+    for i in range(start, len(text)):
+        c = text[i]
+        if in_string:
+            if escaped:
+                escaped = False
+            elif c == "\\":
+                escaped = True
+            elif c == '"':
+                in_string = False
+        elif c == '"':
+            in_string = True
+        elif c in "[{":
+            depth += 1
+        elif c in "]}":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+    return len(text)
+
+
+def _nesting(value: Any) -> int:
+    """Nesting depth of a decoded JSON value (iterative: no recursion on any input)."""
+    best, stack = 0, [(value, 1)]
+    while stack:
+        v, d = stack.pop()
+        if isinstance(v, (dict, list)) and v:
+            best = max(best, d)
+            stack.extend((x, d + 1) for x in (v.values() if isinstance(v, dict) else v))
     return best
 
 
@@ -103,7 +157,8 @@ def _decode_at(text: str, start: int) -> tuple[Any, int] | int:
 
 
 def _scan(text: str) -> Any:
-    """The last complete top-level JSON object/array in ``text``, or ``_MISSING``."""
+    """The last complete top-level JSON object/array in ``text``, or ``_MISSING``. A bracket that does not start a
+    valid document is skipped with everything inside it: a broken document never yields a piece of itself."""
     found: Any = _MISSING
     pos = 0
     attempts = 0
@@ -116,8 +171,8 @@ def _scan(text: str) -> Any:
         attempts += 1
         decoded = _decode_at(text, start)
         if isinstance(decoded, int):
-            budget -= decoded
-            pos = start + 1
+            pos = _span_end(text, start)
+            budget -= max(decoded, pos - start)
         else:
             found, pos = decoded
             budget -= pos - start
@@ -144,8 +199,18 @@ def fenced_blocks(text: str) -> list[str]:
 
 def extract_json(text: str) -> Any:
     """The JSON document of a completion (see the module docstring), or ``_MISSING``."""
-    answer = extract_answer(text)
-    region = text if answer is None else answer
+    doc = _extract(text)
+    return doc if doc is _MISSING or _nesting(doc) <= MAX_DEPTH else _MISSING
+
+
+def _extract(text: str) -> Any:
+    text = text[:MAX_COMPLETION_CHARS]
+    opened = text.rfind(FORMAT.open(FORMAT.answer_tag))
+    if opened >= 0 and opened > text.rfind(FORMAT.close(FORMAT.answer_tag)):
+        region = text[opened + len(FORMAT.open(FORMAT.answer_tag)) :]  # an unclosed final answer: only it counts
+    else:
+        answer = extract_answer(text)
+        region = text if answer is None else answer
     if len(region) > MAX_JSON_CHARS or max_depth(region) > MAX_DEPTH:
         return _MISSING
     fenced = fenced_blocks(region) if "```" in region else []
@@ -216,7 +281,7 @@ def local_validator(schema_text: str) -> Any:
             return None
         import jsonschema
 
-        cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+        cls, _ = json_schema_class(jsonschema, schema)
         cls.check_schema(schema)
         return cls(schema)
     except Exception:
@@ -247,14 +312,17 @@ TIMED_OUT = "timed out"
 
 def validate(schema_text: str, doc: Any) -> bool | str | None:
     """Whether ``doc`` satisfies the schema; ``TIMED_OUT`` when validation overran (the worker was killed); None
-    when the schema needs a remote ``$ref`` or the worker is unavailable."""
-    local = local_validator(schema_text)
+    when the schema needs a remote ``$ref`` or the worker is unavailable. In-process only while schema characters
+    x document characters stay within ``LOCAL_WORK`` (a 100-way ``oneOf`` over a 50k-character list takes
+    seconds); larger pairs go to the killable worker."""
+    doc_text = json.dumps(doc)
+    local = local_validator(schema_text) if len(schema_text) * len(doc_text) <= LOCAL_WORK else None
     if local is not None:
         try:
             return bool(local.is_valid(doc))
         except Exception:
             return False  # e.g. RecursionError
-    reply = WORKER.call({"s": schema_text, "d": json.dumps(doc)}, VALIDATE_TIMEOUT_S)
+    reply = WORKER.call({"s": schema_text, "d": doc_text}, VALIDATE_TIMEOUT_S)
     if reply is None:
         return None if WORKER.available is False else TIMED_OUT
     verdict = reply.get("v")
