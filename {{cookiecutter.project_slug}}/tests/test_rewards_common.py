@@ -110,7 +110,12 @@ def test_format_duplicate_tags_cost() -> None:
 
 def test_format_nested_reasoning_is_not_strict() -> None:
     nested = "<reasoning><reasoning>a</reasoning></reasoning><answer>1</answer>"
-    assert rewards.REWARD_FUNCS["format_strict"](completions=[nested]) == [0.0]
+    closed_twice = [
+        "<reasoning>a</reasoning></reasoning><answer>1</answer>",
+        "<reasoning>a</reasoning><answer>1</answer></answer>",
+        "<reasoning>a</reasoning>\n<answer>1</answer>x</answer>",
+    ]
+    assert rewards.REWARD_FUNCS["format_strict"](completions=[nested, *closed_twice]) == [0.0] * 4
 
 
 def test_length_reward_dapo_shape() -> None:

@@ -43,9 +43,11 @@ class AnswerFormat:
         )
 
     def strict_pattern(self) -> re.Pattern[str]:
-        """The whole completion is exactly the tags in order, whitespace between them allowed."""
+        """The whole completion is exactly the tags in order, whitespace between them allowed; no tag opens or
+        closes again inside its own block."""
         body = r"\s*".join(
-            rf"{re.escape(self.open(t))}(?:(?!{re.escape(self.open(t))}).)*?{re.escape(self.close(t))}"
+            rf"{re.escape(self.open(t))}(?:(?!{re.escape(self.open(t))}|{re.escape(self.close(t))}).)*"
+            rf"{re.escape(self.close(t))}"
             for t in self.tags
         )
         return re.compile(rf"\A\s*{body}\s*\Z", re.DOTALL)
