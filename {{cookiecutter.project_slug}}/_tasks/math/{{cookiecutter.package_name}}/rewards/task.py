@@ -228,7 +228,7 @@ def score(completion_text: str, gold_cell: object) -> float | None:
         return 1.0
     if gold.number is not None:
         return _numeric(gold, pred)
-    if _WORDS.fullmatch(gold.text):  # a word answer ("Monday", "yes"): compared as words
+    if _WORDS.fullmatch(gold.text) and not MATH_NAMES & set(gold.text.lower().split()):  # "Monday", "yes"
         return 1.0 if pred.casefold() == gold.text.casefold() else 0.0
     named = len(_ASSIGNMENT.findall(gold.text))
     if named > 1 and len(_ASSIGNMENT.findall(pred)) != named:
@@ -238,7 +238,7 @@ def score(completion_text: str, gold_cell: object) -> float | None:
         sides = [normalize(side) for side in _EQUALS.split(pred)]
         if len(sides) > 1 and _LABEL.fullmatch(sides[0]):
             sides = sides[1:]  # "(x, y) = (1, 2)": names, not a value
-    if not all(sides) or any(free_letter(side) for side in sides) and not free_letter(gold.text):
+    if not all(sides) or (any(free_letter(side) for side in sides) and not free_letter(gold.text)):
         return 0.0  # a variable ("72x", "72 y^2") cannot equal a constant gold
     if any(pathological(side) for side in sides) or pathological(gold.text):
         return 0.0
@@ -247,7 +247,7 @@ def score(completion_text: str, gold_cell: object) -> float | None:
 
 _EQUALS = re.compile(r"(?<![<>!\\])=")
 _ASSIGNMENT = re.compile(r"[A-Za-z]\s*=(?!=)")
-_WORDS = re.compile(r"[A-Za-z]+(?: [A-Za-z]+)*")
+_WORDS = re.compile(r"[A-Za-z]{2,}(?: [A-Za-z]+)*")  # a word answer, compared as words
 _LABEL = re.compile(r"[(\[]?\s*[A-Za-z](?:\s*,\s*[A-Za-z])*\s*[)\]]?|[A-Za-z]\s*\(\s*[A-Za-z]\s*\)")
 
 
