@@ -493,6 +493,24 @@ def test_job_budget_covers_all_its_processes(box) -> None:
     assert _left_behind(box) == []
 
 
+def test_sandboxes_of_one_process_do_not_share_a_process_budget() -> None:
+    """As root, RLIMIT_NPROC counts every process of a uid. Workers of several sandboxes in one trainer (a reward, an
+    eval, a filter) used to share uids, so idle workers elsewhere used up a job's process budget: its first fork
+    failed (EAGAIN). Each worker now has its own uid."""
+    _need_bwrap()
+    others = [_box("bwrap", workers=1) for _ in range(8)]
+    try:
+        for other in others:
+            other.start()
+        forks = "import os\npid = os.fork()\nif pid == 0:\n    os._exit(0)\nos.waitpid(pid, 0)\n" + RIGHT
+        with _box("bwrap", workers=1) as b:
+            (res,) = b.run_batch([sandbox.Job(forks, TESTS)])
+        assert res.fraction == 1.0, res
+    finally:
+        for other in others:
+            other.close()
+
+
 def test_refuses_without_bwrap_and_names_the_fix(tmp_path: Path) -> None:
     missing = str(tmp_path / "no-bwrap")
     b = sandbox.Sandbox(sandbox.SandboxConfig(isolation="auto", bwrap_path=missing, workers=1))

@@ -15,6 +15,7 @@ PY_MOUNT = "/sbx/py"  # where the interpreter's prefix appears inside the sandbo
 LIB_MOUNT = "/sbx/lib"  # this directory (worker.py and wire.py), read-only
 WORKER_MOUNT = LIB_MOUNT + "/worker.py"
 UID_BASE = 1_900_000_000  # workers of a root trainer run as UID_BASE + n: unprivileged uids owned by nobody else
+SLOTS = 512  # uids per trainer process (UID_BASE + 4M pids x 512 stays below 2^32 - 1)
 
 
 def clean_env() -> dict[str, str]:
@@ -93,9 +94,11 @@ def unavailable_message(reason: str) -> str:
     )
 
 
-def launchers(cfg: SandboxConfig, index: int) -> list[tuple[list[str], str]]:
-    """Candidate (argv, mode) pairs for worker ``index``, best first."""
-    uid = UID_BASE + (os.getpid() % 100_000) * 16 + index % 16
+def launchers(cfg: SandboxConfig, slot: int) -> list[tuple[list[str], str]]:
+    """Candidate (argv, mode) pairs for the worker in ``slot`` (unique within this process: see ``pool``), best
+    first. A root trainer's workers each get their own uid: processes are counted against ``RLIMIT_NPROC`` per uid,
+    so two workers sharing one (two sandboxes of one process) would share one job's process budget."""
+    uid = UID_BASE + (os.getpid() % 4_000_000) * SLOTS + slot % SLOTS
     if cfg.isolation != SAFE:
         if os.geteuid() != 0:
             return [(unsafe_argv(None), "unsafe-rlimit-only")]

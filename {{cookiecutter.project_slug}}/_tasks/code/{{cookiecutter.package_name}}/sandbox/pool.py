@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import select
 import shutil
@@ -17,6 +18,7 @@ from .harness import run_tests
 from .types import Job, Result, SandboxConfig, SandboxUnavailable, TestResult
 
 _START_TIMEOUT_S = 20.0
+_SLOTS = itertools.count()  # every worker of every sandbox in this process gets its own slot, hence its own uid
 _GRACE_S = 5.0  # how much longer than a job's own limit the worker may take to answer
 
 
@@ -131,7 +133,7 @@ class Sandbox:
     def _choose(self) -> None:
         """Find a launcher that starts a worker alone in a pid namespace (or the explicit unsafe mode)."""
         problems = []
-        for k, (argv, mode) in enumerate(launch.launchers(self.config, 0)):
+        for k, (argv, mode) in enumerate(launch.launchers(self.config, next(_SLOTS))):
             try:
                 probe = _Worker(argv)
             except Exception as exc:
@@ -140,7 +142,7 @@ class Sandbox:
             ok = mode == "unsafe-rlimit-only" or probe.hello.get("pidns")
             probe.kill()
             if ok:
-                self._argv = [launch.launchers(self.config, i)[k][0] for i in range(len(self._workers))]
+                self._argv = [launch.launchers(self.config, next(_SLOTS))[k][0] for _ in self._workers]
                 self.mode = mode
                 return
             problems.append(f"{mode}: the worker is not alone in a pid namespace")
