@@ -33,19 +33,6 @@ def write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
-def read_exact(fd: int, n: int, ready: Callable[[int], bool] | None = None) -> bytes | None:
-    """``n`` bytes from ``fd``, None at end of file or when ``ready(fd)``, asked before each read, returns False."""
-    buf = b""
-    while len(buf) < n:
-        if ready is not None and not ready(fd):
-            return None
-        chunk = os.read(fd, n - len(buf))
-        if not chunk:
-            return None
-        buf += chunk
-    return buf
-
-
 class Reader:
     """Frames from one file descriptor, in as few reads as possible: whatever arrives after a frame is kept for
     the next one (a peer may send its next frame before this one is taken)."""

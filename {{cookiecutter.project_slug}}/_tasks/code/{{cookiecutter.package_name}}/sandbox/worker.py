@@ -22,7 +22,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # its sibling wire.py (started by path, with -I)
-from wire import DATA, FINISH, JOB, MAX_FRAME, Reader, decode, encode, frame, read_exact, write_all  # noqa: E402
+from wire import DATA, FINISH, JOB, MAX_FRAME, Reader, decode, encode, frame, write_all  # noqa: E402
 
 # Frame headers pass through this one buffer, emptied after each job: not even the sizes of a job's frames stay
 # in memory for a later job's child (sizes above 256 may, as freed integers).
@@ -99,13 +99,13 @@ def child_main(rfd: int, wfd: int) -> None:
 # ------------------------------------------------------------------------------------------------ worker
 
 
-def read_head(fd: int, n: int, ready=None) -> bool:
-    """Read a frame header (``n`` bytes) into ``HEAD``; False at end of file or when ``ready(fd)`` says to stop."""
+def read_into(fd: int, view: memoryview, ready=None) -> bool:
+    """Fill ``view`` from ``fd`` (no bytes object is made); False at end of file or when ``ready(fd)`` says to stop."""
     got = 0
-    while got < n:
+    while got < len(view):
         if ready is not None and not ready(fd):
             return False
-        k = os.readv(fd, [HEAD_VIEW[got:n]])
+        k = os.readv(fd, [view[got:]])
         if not k:
             return False
         got += k
@@ -262,7 +262,7 @@ class Job:
     def reply(self) -> None:
         """Relay the child's next frame to the trainer (spliced, unread), or the end of the job. A frame the child
         leaves unfinished is padded with bytes that are not UTF-8, so the trainer rejects it and stays in step."""
-        if self.ended is not None or not read_head(self.rep_r, 4, self.wait_for):
+        if self.ended is not None or not read_into(self.rep_r, HEAD_VIEW[:4], self.wait_for):
             if self.ended is None:
                 self.exited()
             write_all(self.proto_out, frame(self.ended))
@@ -470,17 +470,20 @@ def main() -> None:
     w.null = null
     gc.freeze()  # what exists now is never collected here or in a job's child: fewer pages copied after each fork
     while True:
-        if not read_head(proto_in, 5) or HEAD[4:] != JOB:
+        if not read_into(proto_in, HEAD_VIEW) or HEAD[4:] != JOB:
             os._exit(0)
-        limits = decode(read_exact(proto_in, struct.unpack_from("!I", HEAD)[0]) or b"{}")  # settings, no job data
-        if not read_head(proto_in, 5) or HEAD[4:] != DATA or not isinstance(limits, dict):
+        settings = bytearray(struct.unpack_from("!I", HEAD)[0])  # the job's limits (no job data)
+        if not read_into(proto_in, memoryview(settings)) or not read_into(proto_in, HEAD_VIEW) or HEAD[4:] != DATA:
+            os._exit(0)
+        limits = decode(bytes(settings) or b"{}")
+        if not isinstance(limits, dict):
             os._exit(0)
         job = Job(limits, w, proto_in, proto_out)
         try:
             job.start(struct.unpack_from("!I", HEAD)[0])
             while True:
-                if not read_head(proto_in, 5, job.wait_for) or HEAD[4:] not in (DATA, FINISH):  # the job's limits
-                    raise EOFError  # hold while the trainer runs its tests
+                if not read_into(proto_in, HEAD_VIEW, job.wait_for) or HEAD[4:] not in (DATA, FINISH):  # (limits hold)
+                    raise EOFError
                 if HEAD[4:] == FINISH:
                     break
                 job.call(struct.unpack_from("!I", HEAD)[0])

@@ -52,6 +52,7 @@ Stdlib only; jsonschema/referencing are imported only in the worker.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -88,32 +89,8 @@ _MISSING = object()
 # ------------------------------------------------------------------------------------------- extraction
 
 
-def max_depth(text: str) -> int:
-    """Maximum nesting of ``[``/``{`` in ``text`` outside JSON strings (a decoded document is checked again)."""
-    depth = best = 0
-    in_string = escaped = False
-    for c in text:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif c == "\\":
-                escaped = True
-            elif c == '"':
-                in_string = False
-        elif c == '"':
-            in_string = True
-        elif c in "[{":
-            depth += 1
-            if depth > best:
-                best = depth
-        elif c in "]}" and depth:
-            depth -= 1
-    return best
-
-
-def _span_end(text: str, start: int) -> int:
-    """Where the bracket opened at ``start`` closes (just after it; JSON strings skipped), or ``len(text)``."""
-    depth = 0
+def _brackets(text: str, start: int = 0) -> Iterator[tuple[int, int]]:
+    """``(index, +1 or -1)`` for each ``[``/``{`` and ``]``/``}`` of ``text`` from ``start``, outside JSON strings."""
     in_string = escaped = False
     for i in range(start, len(text)):
         c = text[i]
@@ -127,11 +104,27 @@ def _span_end(text: str, start: int) -> int:
         elif c == '"':
             in_string = True
         elif c in "[{":
-            depth += 1
+            yield i, 1
         elif c in "]}":
-            depth -= 1
-            if depth == 0:
-                return i + 1
+            yield i, -1
+
+
+def max_depth(text: str) -> int:
+    """Maximum nesting of ``[``/``{`` in ``text`` outside JSON strings (a decoded document is checked again)."""
+    depth = best = 0
+    for _, step in _brackets(text):
+        depth = max(0, depth + step)
+        best = max(best, depth)
+    return best
+
+
+def _span_end(text: str, start: int) -> int:
+    """Where the bracket opened at ``start`` closes (just after it; JSON strings skipped), or ``len(text)``."""
+    depth = 0
+    for i, step in _brackets(text, start):
+        depth += step
+        if depth == 0:
+            return i + 1
     return len(text)
 
 

@@ -143,7 +143,8 @@ _LEAD_IN = re.compile(
     re.IGNORECASE,
 )
 _DELIMS = [("$$", "$$"), ("$", "$"), ("\\[", "\\]"), ("\\(", "\\)")]
-_TEXT_CMD = re.compile(r"\\(?:text|textbf|mathrm|mbox|textnormal|operatorname)\s*\{([^{}]*)\}")
+_TEXT_NAMES = r"\\(?:text|textbf|mathrm|mbox|textnormal|operatorname)\s*"
+_TEXT_CMD = re.compile(_TEXT_NAMES + r"\{([^{}]*)\}")
 _CURRENCY = re.compile(r"\\\$|\$|€|£|¥|₹|\\euro|\b(?:usd|eur|gbp|rs)\b\.?", re.IGNORECASE)
 NUMBER = re.compile(r"[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|[-+]?\.\d+")
 _PLAIN_NUMBER = re.compile(r"(?P<sign>[-+])?\s*(?P<int>\d{1,3}(?:,\d{3})+|\d+)?(?:\.(?P<dec>\d+))?")
@@ -151,7 +152,7 @@ _FRACTION = re.compile(
     r"(?P<sign>[-+])?\s*(?:\\[dt]?frac\s*\{\s*(?P<a>\d+)\s*\}\s*\{\s*(?P<b>\d+)\s*\}"
     r"|\\[dt]?frac(?P<a1>\d)(?P<b1>\d)|(?P<a2>\d+)\s*/\s*(?P<b2>\d+))"
 )
-_TEXT_CMD_END = re.compile(r"\\(?:text|textbf|mathrm|mbox|textnormal|operatorname)\s*\{[^{}]*\}$")
+_TEXT_CMD_END = re.compile(_TEXT_NAMES + r"\{[^{}]*\}$")
 _THIN_THOUSANDS = re.compile(r"(?<=\d)\\,(?=\d{3}(?!\d))")
 _SPACES = re.compile(r"\\[,;:! ]|\\quad|\\qquad|~")
 _VAR_ASSIGN = re.compile(r"[a-zA-Z]\s*=\s*(?=[-+\d.\\])")

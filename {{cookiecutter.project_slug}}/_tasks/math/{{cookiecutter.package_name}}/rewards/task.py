@@ -235,7 +235,7 @@ def score(completion_text: str, gold_cell: object) -> float | None:
         return 0.0  # "x=2, y=3" is answered with the names: "3, 2" does not say which is which
     sides = [pred]
     if "=" in pred and "=" not in gold.text:  # an equation chain: every side must equal the gold
-        sides = [normalize(side) for side in _EQUALS.split(pred)]
+        sides = _sides(pred)
         if len(sides) > 1 and _LABEL.fullmatch(sides[0]):
             sides = sides[1:]  # "(x, y) = (1, 2)": names, not a value
     if not all(sides) or (any(free_letter(side) for side in sides) and not free_letter(gold.text)):
@@ -246,6 +246,13 @@ def score(completion_text: str, gold_cell: object) -> float | None:
 
 
 _EQUALS = re.compile(r"(?<![<>!\\])=")
+
+
+def _sides(pred: str) -> list[str]:
+    """The normalised sides of an equation chain ("48 + 24 = 72" -> ["48 + 24", "72"]; no ``=``: [pred])."""
+    return [normalize(side) for side in _EQUALS.split(pred)]
+
+
 _ASSIGNMENT = re.compile(r"[A-Za-z]\s*=(?!=)")
 _WORDS = re.compile(r"[A-Za-z]{2,}(?: [A-Za-z]+)*")  # a word answer, compared as words
 _LABEL = re.compile(r"[(\[]?\s*[A-Za-z](?:\s*,\s*[A-Za-z])*\s*[)\]]?|[A-Za-z]\s*\(\s*[A-Za-z]\s*\)")
@@ -262,7 +269,7 @@ def _numeric(gold: Gold, pred: str) -> float | None:
     if prose is not None:
         return 1.0 if numbers_equal(gold.number, *prose) else 0.0
     rest = []
-    for side in (normalize(side) for side in _EQUALS.split(pred)):
+    for side in _sides(pred):
         if not side or not ARITHMETIC.fullmatch(side) or pathological(side):
             return 0.0
         value = as_number(side)
