@@ -10,11 +10,12 @@ What it guarantees
   nothing it does to its own interpreter (builtins, frames, tracing, exit codes, output, forged objects) can change
   a comparison made here. A test passes only if it runs to the end here without an exception; a broken channel
   (a malformed reply, a lost worker) ends the job for every later test, whatever the test catches.
-* **No job sees another.** Every job runs in a fresh child forked from its worker. The worker passes the job's
-  code, calls and answers between the trainer's pipes and the child's with ``splice`` and never reads them, and
-  (with bubblewrap) a job's leftover files are removed by a short-lived child, so nothing of an earlier job (a
-  sibling completion's code, answers or file names) is in the memory a later child inherits. Jobs on one worker
-  share no files or processes either.
+* **No job sees another.** Every job runs in a fresh child forked from its worker. The trainer passes the job's
+  code, calls and answers over two pipes made for that job alone, handed to the child when it is forked: they
+  never pass through the worker, and (with bubblewrap) a job's leftover files are removed by a short-lived child,
+  so nothing of an earlier job (a sibling completion's code, answers or file names) is in the memory a later child
+  inherits, and nothing a job writes into its pipes reaches a later one. Jobs on one worker share no files or
+  processes either.
 * **No unsafe fallback.** ``isolation: bwrap`` (``auto``/``required`` mean the same) refuses with one line naming
   ``apt-get install bubblewrap`` when bubblewrap cannot start. Running without isolation needs the explicit
   setting ``isolation: unsafe-rlimit-only`` (rlimits only; as root the job runs as a per-worker uid, so the

@@ -1,5 +1,5 @@
 """The trusted side of a job: runs the test snippets in this process, with every function of the solution
-replaced by a stub that calls it in the sandbox over the worker's pipe with plain data.
+replaced by a stub that calls it in the sandbox over the job's own pipes with plain data.
 
 Only plain values cross (``None``, bool, int, float, str and lists, tuples, dicts, sets of them), decoded here
 into exact built-in types, so every comparison a test makes is between values this process built. A returned

@@ -7,6 +7,8 @@ import os
 import select
 import shutil
 import signal
+import socket
+import struct
 import subprocess
 import tempfile
 import threading
@@ -20,6 +22,7 @@ from .types import Job, Result, SandboxConfig, SandboxUnavailable, TestResult
 _START_TIMEOUT_S = 20.0
 _SLOTS = itertools.count()  # every worker of every sandbox in this process gets its own slot, hence its own uid
 _GRACE_S = 5.0  # how much longer than a job's own limit the worker may take to answer
+_ANSWER_S = 5.0  # how long the worker may take to answer FINISH (it kills the job first)
 
 
 class WorkerLost(RuntimeError):
@@ -27,7 +30,8 @@ class WorkerLost(RuntimeError):
 
 
 class _Worker:
-    """Parent-side handle of one worker process."""
+    """Parent-side handle of one worker process: a control socket to the worker and, for each job, two pipes of the
+    job's own to its child (the worker only forks the child with them)."""
 
     def __init__(self, argv: list[str]) -> None:
         self.scratch_root: str | None = None
@@ -35,75 +39,152 @@ class _Worker:
             self.scratch_root = tempfile.mkdtemp(prefix="sbx-")
             os.chmod(self.scratch_root, 0o711)
             argv = [*argv, self.scratch_root]
-        self.proc = subprocess.Popen(
-            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=launch.clean_env(),
-            cwd="/", start_new_session=True, close_fds=True,
-        )  # fmt: skip
-        assert self.proc.stdin and self.proc.stdout and self.proc.stderr
-        self._in, self._out = self.proc.stdin.fileno(), self.proc.stdout.fileno()
-        self._frames = wire.Reader(self._out)
-        self.unclean = False  # a job was finished and its clean-up not yet confirmed
+        self.ctl, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
-            self.hello = wire.decode(self._read(time.monotonic() + _START_TIMEOUT_S))
+            self.proc = subprocess.Popen(
+                argv, stdin=theirs.fileno(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=launch.clean_env(),
+                cwd="/", start_new_session=True, close_fds=True,
+            )  # fmt: skip
+        finally:
+            theirs.close()
+        assert self.proc.stderr
+        self._ctl = self.ctl.fileno()
+        self.req = self.rep = -1  # this job's pipes: requests to its child, its replies
+        self.reader: wire.Reader | None = None
+        self.deadline = 0.0
+        self.ended: bytes | None = None  # how the job ended, once its channel did
+        self.owed = 0  # control messages the worker still owes for the last job: how it ended, then "clean"
+        try:
+            self.hello = wire.decode(self._recv(time.monotonic() + _START_TIMEOUT_S))
         except Exception as exc:
             self.kill()
             err = self.proc.stderr.read(2000) or b""
             raise WorkerLost(f"worker failed to start ({exc}): {err.decode(errors='replace').strip()}") from None
         self.proc.stderr.close()
 
-    def _read(self, deadline: float) -> bytes:
-        def ready(fd: int) -> bool:
-            left = deadline - time.monotonic()
-            return left > 0 and select.select([fd], [], [], left)[0] != []
+    # --------------------------------------------------------------------------------------------- control
 
+    def _recv(self, deadline: float) -> bytes:
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([self._ctl], [], [], left)[0]:
+            raise WorkerLost("worker did not answer in time")
         try:
-            return self._frames.payload(ready, limit=wire.MAX_FRAME + 1024)
-        except TimeoutError:
-            raise WorkerLost("worker did not answer in time") from None
-        except EOFError:
-            raise WorkerLost("worker closed its pipe") from None
-        except ValueError:
-            raise WorkerLost("oversized frame") from None
-
-    def exchange(self, payload: bytes, deadline: float) -> bytes:
-        try:
-            wire.write_all(self._in, wire.to_worker(wire.DATA, payload))
+            msg = self.ctl.recv(1 << 16)
         except OSError as exc:
-            raise WorkerLost(f"worker pipe: {exc}") from None
-        return self._read(deadline)
+            raise WorkerLost(f"worker channel: {exc}") from None
+        if not msg:
+            raise WorkerLost("worker closed its channel")
+        return msg
+
+    def _send(self, msg: bytes, fds: list[int] | None = None) -> None:
+        try:
+            if fds:
+                socket.send_fds(self.ctl, [msg], fds)
+            else:
+                self.ctl.send(msg)
+        except OSError as exc:
+            raise WorkerLost(f"worker channel: {exc}") from None
+
+    def settle(self, deadline: float) -> None:
+        """Take what the worker owes for the last job; the last message confirms its processes and files are gone."""
+        while self.owed:
+            msg = self._recv(deadline)
+            self.owed -= 1
+            if not self.owed and msg != b'"clean"':
+                raise WorkerLost("worker did not clean up after the job")
+
+    # --------------------------------------------------------------------------------------------- a job
 
     def start_job(self, limits: bytes, code: bytes, deadline: float) -> bytes:
-        """Send a job (its limits, then the solution); first confirm the previous one was cleaned up (the worker
-        cleans before reading this). Returns the child's first frame."""
-        wire.write_all(self._in, wire.to_worker(wire.JOB, limits) + wire.to_worker(wire.DATA, code))
+        """Send a job (its limits and its child's pipe ends), confirm the previous job was cleaned up (the worker
+        does so before it reads this), then pass the solution to the child; returns the child's first frame."""
+        req_r, self.req = os.pipe()
+        self.rep, rep_w = os.pipe()
+        try:
+            self._send(wire.JOB + limits, [req_r, rep_w])
+        finally:
+            os.close(req_r)
+            os.close(rep_w)
+        os.set_blocking(self.req, False)
+        self.reader = wire.Reader(self.rep)
+        self.deadline, self.ended = deadline, None
         self.settle(deadline)
-        return self._read(deadline)
+        return self.exchange(code)
+
+    def exchange(self, payload: bytes) -> bytes:
+        """Send one frame to the job's child and return its reply; once the child's channel is closed or broken,
+        how the job ended (the worker's account)."""
+        if self.ended is not None:
+            return self.ended
+        view = memoryview(struct.pack("!I", len(payload)) + payload)
+        while view:
+            try:
+                view = view[os.write(self.req, view) :]
+            except BlockingIOError:  # the child is not reading: wait within the job's limits
+                self._ready(self.req, write=True)
+            except BrokenPipeError:
+                return self._end(eof=True)
+        assert self.reader is not None
+        try:
+            return self.reader.payload(self._ready)
+        except EOFError:
+            return self._end(eof=True)
+        except ValueError:
+            return self._end(eof=False, why="reply too large")
+
+    def _ready(self, fd: int, write: bool = False) -> bool:
+        """Wait until the child's pipe is ready. The worker says nothing unasked during a job, so a readable control
+        socket means it is gone; past the hard deadline it failed to end the job."""
+        left = self.deadline - time.monotonic()
+        r, w, _ = select.select([self._ctl] if write else [fd, self._ctl], [fd] if write else [], [], max(left, 0))
+        if self._ctl in r:
+            raise WorkerLost("worker closed its channel")
+        if not r and not w:
+            raise WorkerLost("worker did not end the job in time")
+        return True
+
+    def _end(self, eof: bool, why: str = "") -> bytes:
+        """The child's channel ended: finish the job now and return the worker's account of how it ended."""
+        self._close_pipes()
+        self._send(wire.FINISH + (wire.EOF if eof else b""))
+        status = wire.decode(self._recv(time.monotonic() + _ANSWER_S))
+        self.owed = 1  # "clean"
+        if not isinstance(status, dict):
+            raise WorkerLost("malformed worker reply")
+        if status.get("end") is None:  # the child was still there: the trainer ended the job
+            status = {"end": "error", "why": why or "the program closed its channel"}
+        self.ended = wire.json.dumps(status).encode()
+        return self.ended
 
     def finish(self) -> None:
         """End the job: the worker kills its processes and removes its files, then confirms (see ``settle``)."""
-        wire.write_all(self._in, wire.to_worker(wire.FINISH))
-        self.unclean = True
+        if self.ended is None:
+            self._close_pipes()
+            self._send(wire.FINISH)
+            self.owed = 2
 
-    def settle(self, deadline: float) -> None:
-        if self.unclean:
-            if self._read(deadline) != b'"clean"':
-                raise WorkerLost("worker did not clean up after the job")
-            self.unclean = False
+    def _close_pipes(self) -> None:
+        for fd in (self.req, self.rep):
+            if fd >= 0:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        self.req = self.rep = -1
 
     def alive(self) -> bool:
         return self.proc.poll() is None
 
     def kill(self) -> None:
+        self._close_pipes()
         try:
             os.killpg(self.proc.pid, signal.SIGKILL)
         except OSError:
             pass
-        for f in (self.proc.stdin, self.proc.stdout):
-            try:
-                if f:
-                    f.close()
-            except OSError:
-                pass
+        try:
+            self.ctl.close()
+        except OSError:
+            pass
         try:
             self.proc.wait(timeout=5)
         except Exception:
@@ -201,10 +282,10 @@ class Sandbox:
             self._drop(i)
             w = self._worker(i)
             first = w.start_job(spec, code, hard)
-        tests, error = run_tests(job, lambda req: w.exchange(req, hard), first, deadline, self.config.max_calls)
+        tests, error = run_tests(job, w.exchange, first, deadline, self.config.max_calls)
         try:
             w.finish()
-        except OSError:
+        except (WorkerLost, OSError):
             self._drop(i)  # the verdicts stand (decided here); the worker is replaced
         return Result(tests=tests, error=error, elapsed_s=time.monotonic() - start, isolation=self.mode)
 

@@ -13,13 +13,10 @@ import struct
 from collections.abc import Callable
 
 MAX_FRAME = 16 << 20
-# What the trainer sends a worker: a 4-byte length and one of these kinds, then the payload. JOB carries the job's
-# limits, DATA a frame the worker passes on to the job's child unread (the solution, then each call), FINISH ends it.
-JOB, DATA, FINISH = b"J", b"D", b"F"
-
-
-def to_worker(kind: bytes, payload: bytes = b"") -> bytes:
-    return struct.pack("!I", len(payload)) + kind + payload
+# Messages on the trainer's control socket to a worker (one message each, no length prefix): JOB (the job's limits,
+# with the job's two pipe ends attached), FINISH (end the job; FINISH + EOF when the trainer found the job's channel
+# closed or broken). The job's code, calls and answers never pass there: they go through the job's own pipes.
+JOB, FINISH, EOF = b"J", b"F", b"e"
 
 
 def frame(obj: object) -> bytes:

@@ -1,17 +1,20 @@
 """The sandbox worker: the only program that ever runs model-written code. Standard library only; no relative imports
 (it is started by path as ``python -I -S worker.py MODE UID``, inside bubblewrap in the safe mode).
 
-Per job it forks a child that reads the solution, loads it and then serves calls to the solution's functions: it
-reads ``{"n": name, "a": args, "k": kwargs}`` frames and answers ``{"v": value}`` or ``{"x": [type, message]}``,
-values encoded as plain data (see ``wire``); an object that is not plain data stays in the child and is answered
-as ``{"h": index}``, whose methods the trusted side may call in turn. The worker passes frames between the trusted
-side (its stdin/stdout) and the child with ``splice``, never reading them: a job's code, calls and answers never
-enter its memory, which every later job's child inherits. It never interprets a verdict, enforces the job's
-wall-clock, memory and process budget, and after the job kills every process the job left and empties every
+The trainer controls it over one socket (fd 0): a JOB message carries the job's limits and two pipe ends the
+trainer made for this job alone; the worker forks the job's child with them and sleeps until FINISH. The child
+reads the solution from its pipe, loads it and then serves calls to the solution's functions: it reads
+``{"n": name, "a": args, "k": kwargs}`` frames and answers ``{"v": value}`` or ``{"x": [type, message]}``, values
+encoded as plain data (see ``wire``); an object that is not plain data stays in the child and is answered as
+``{"h": index}``, whose methods the trusted side may call in turn. The job's code, calls and answers pass only
+between the trainer and the child: they never enter the worker's memory, which every later job's child inherits,
+and nothing a job leaves in its pipes reaches a later job. The worker never interprets a verdict; it enforces the
+job's wall-clock, memory and process budget, and after the job kills every process the job left and empties every
 writable directory."""
 
 from __future__ import annotations
 
+import _socket
 import gc
 import os
 import resource
@@ -22,12 +25,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # its sibling wire.py (started by path, with -I)
-from wire import DATA, FINISH, JOB, MAX_FRAME, Reader, decode, encode, frame, write_all  # noqa: E402
-
-# Frame headers pass through this one buffer, emptied after each job: not even the sizes of a job's frames stay
-# in memory for a later job's child (sizes above 256 may, as freed integers).
-HEAD = bytearray(5)
-HEAD_VIEW = memoryview(HEAD)
+from wire import EOF, FINISH, JOB, Reader, decode, encode, frame, json, write_all  # noqa: E402
 
 TICK_S = 0.02  # period of the job-wide memory and process check
 WRITABLE = ("/tmp", "/dev/shm")
@@ -99,25 +97,12 @@ def child_main(rfd: int, wfd: int) -> None:
 # ------------------------------------------------------------------------------------------------ worker
 
 
-def read_into(fd: int, view: memoryview, ready=None) -> bool:
-    """Fill ``view`` from ``fd`` (no bytes object is made); False at end of file or when ``ready(fd)`` says to stop."""
-    got = 0
-    while got < len(view):
-        if ready is not None and not ready(fd):
-            return False
-        k = os.readv(fd, [view[got:]])
-        if not k:
-            return False
-        got += k
-    return True
-
-
 class Job:
-    """One job's child and budgets. A job's data (its code, the calls, the replies) passes between the trainer's
-    pipes and the child's with ``splice``: it never enters this process's memory, so no later job's child, forked
-    from this process, can find an earlier job's code or answers in the memory it inherits."""
+    """One job's child and budgets. The trainer talks to the child over two pipes made for this job alone; this
+    process only hands them to the child, so no byte of the job's code, calls or answers enters its memory (which
+    every later job's child inherits)."""
 
-    def __init__(self, limits: dict, worker: Worker, proto_in: int, proto_out: int) -> None:
+    def __init__(self, limits: dict, worker: Worker) -> None:
         self.w = worker
         self.timeout = float(limits.get("timeout", 3.0))
         self.memory = int(limits.get("memory_mb", 512)) << 20
@@ -125,32 +110,30 @@ class Job:
         self.max_file = int(limits.get("max_file_mb", 16)) << 20
         self.deadline = time.monotonic() + self.timeout
         self.next_check = time.monotonic() + TICK_S
-        self.ended: dict | None = None  # {"end": status, "why": reason} once the child is gone
+        self.ended: dict | None = None  # {"end": status, "why": reason} once this process ended the job
         self.scratch = "/tmp" if worker.mode == "bwrap" else None
         self.pid = -1
-        self.proto_in, self.proto_out = proto_in, proto_out
 
-    def start(self, code_size: int) -> None:
-        """Fork the child, pass it the solution (the trainer's next ``code_size`` bytes) and relay its first frame."""
+    def start(self, requests: int, replies: int) -> None:
+        """Fork the child on the job's pipes: it reads the solution and the calls from ``requests`` and writes its
+        answers to ``replies``, both ends shared with the trainer only."""
         if self.scratch is None:
             import tempfile
 
             self.scratch = tempfile.mkdtemp(prefix="job-", dir=self.w.scratch_root)
             if self.w.child_uid is not None:
                 os.chown(self.scratch, self.w.child_uid, self.w.child_uid)
-        req_r, self.req_w = os.pipe()
-        self.rep_r, rep_w = os.pipe()
-        os.set_blocking(self.req_w, False)
         pid = os.fork()
         if pid == 0:
             try:
                 os.setpgid(0, 0)  # its own process group (killpg); no setsid: a new session costs a scheduler group
+                requests, replies = os.dup2(requests, 101), os.dup2(replies, 102)  # clear of 0-4 first
                 null = os.open(os.devnull, os.O_RDWR)
                 for fd in (0, 1, 2):
                     os.dup2(null, fd)
-                os.dup2(req_r, 3)
-                os.dup2(rep_w, 4)
-                os.closerange(5, 1 << 16)
+                os.dup2(requests, 3)
+                os.dup2(replies, 4)
+                os.closerange(5, 1 << 16)  # the control socket too
                 os.chdir(self.scratch)
                 self._limits()
                 if self.w.child_uid is not None:
@@ -161,9 +144,6 @@ class Job:
             finally:
                 os._exit(70)
         self.pid = pid
-        os.close(req_r)
-        os.close(rep_w)
-        self.call(code_size)
 
     def _limits(self) -> None:
         cpu = int(self.timeout) + 2
@@ -183,26 +163,36 @@ class Job:
             self.ended = {"end": status, "why": why}
             self.kill()
 
-    def wait_for(self, fd: int, write: bool = False) -> bool:
-        """Wait until ``fd`` is readable (writable), enforcing the job's deadline and budgets; False if the job
-        ended (the child's pipes) or it did not become ready."""
+    def wait_finish(self, ctl) -> bool:
+        """Sleep until the trainer's FINISH, enforcing the job's deadline and (every TICK_S) its job-wide budgets;
+        whether the trainer found the job's channel closed. Until a budget check, nothing here runs while the
+        child does (each page this process writes while they share it is copied)."""
         while True:
-            if self.ended is not None:
-                return fd not in (self.rep_r, self.req_w) and select.select([fd], [], [], None)[0] != []
-            now = time.monotonic()
-            left = self.deadline - now
-            if left <= 0:
-                self.end("timeout", "time limit exceeded")
-                continue
-            if now >= self.next_check:  # the job-wide budget, every TICK_S (one process alone: its rlimits)
-                self.next_check = now + TICK_S
-                over = self.w.over_budget(self.memory, self.max_procs)
-                if over:
-                    self.end("memory", over)
+            timeout = None
+            if self.ended is None:
+                now = time.monotonic()
+                if now >= self.deadline:
+                    self.end("timeout", "time limit exceeded")
                     continue
-            ready = select.select([] if write else [fd], [fd] if write else [], [], min(left, self.next_check - now))
-            if ready[0] or ready[1]:
-                return True
+                if now >= self.next_check:
+                    self.next_check = now + TICK_S
+                    over = self.w.over_budget(self.memory, self.max_procs)
+                    if over:
+                        self.end("memory", over)
+                        continue
+                timeout = min(self.deadline, self.next_check) - now
+            if select.select([ctl], [], [], timeout)[0]:
+                msg = receive(ctl, 0)[0]
+                if msg[:1] != FINISH:
+                    raise EOFError
+                return msg[1:] == EOF
+
+    def stop(self, eof: bool) -> dict:
+        """End the job now; how it ended if this process ended it or the child went (None: the trainer ended it)."""
+        if self.ended is None and eof:
+            self.exited()
+        self.kill()
+        return self.ended or {"end": None}
 
     def exited(self) -> None:
         """How the child ended after its channel closed (it is given 50 ms to exit, else killed)."""
@@ -222,72 +212,6 @@ class Job:
         else:
             self.end("error", "the program exited")
 
-    def call(self, size: int) -> None:
-        """Pass the trainer's next frame (``size`` bytes, not yet read) to the child, then relay its reply."""
-        if self.ended is None:
-            struct.pack_into("!I", HEAD, 0, size)
-            self.to_child(HEAD_VIEW[:4])
-        left = size
-        while left:  # the trainer's bytes go on to the child unread, or, once the job has ended, to /dev/null
-            if self.ended is not None:
-                left -= os.splice(self.proto_in, self.w.null, left)
-                continue
-            try:
-                moved = os.splice(self.proto_in, self.req_w, left, flags=os.SPLICE_F_NONBLOCK)
-            except BlockingIOError:  # the child is not reading (its pipe is full) or the trainer's bytes are on the way
-                if not select.select([], [self.req_w], [], 0)[1]:
-                    self.wait_for(self.req_w, write=True)
-                elif not select.select([self.proto_in], [], [], 0)[0]:
-                    self.wait_for(self.proto_in)
-                continue
-            except OSError:  # the child closed its end: gone, or about to be
-                self.exited()
-                continue
-            if not moved:
-                raise EOFError
-            left -= moved
-        self.reply()
-
-    def to_child(self, data: bytes) -> None:
-        """Write a frame header to the child within the job's limits (a child that stops reading cannot hold us)."""
-        view = memoryview(data)
-        while view and self.ended is None:
-            try:
-                view = view[os.write(self.req_w, view) :]
-            except BlockingIOError:
-                self.wait_for(self.req_w, write=True)
-            except OSError:
-                self.exited()
-
-    def reply(self) -> None:
-        """Relay the child's next frame to the trainer (spliced, unread), or the end of the job. A frame the child
-        leaves unfinished is padded with bytes that are not UTF-8, so the trainer rejects it and stays in step."""
-        if self.ended is not None or not read_into(self.rep_r, HEAD_VIEW[:4], self.wait_for):
-            if self.ended is None:
-                self.exited()
-            write_all(self.proto_out, frame(self.ended))
-            return
-        (left,) = struct.unpack_from("!I", HEAD)
-        if left > MAX_FRAME:
-            self.end("error", "reply too large")
-            write_all(self.proto_out, frame(self.ended))
-            return
-        write_all(self.proto_out, HEAD_VIEW[:4])
-        while left:
-            if not self.wait_for(self.rep_r):  # the job ended mid-frame
-                while left:
-                    left -= os.write(self.proto_out, b"\xff" * min(left, 65536))
-                return
-            try:
-                moved = os.splice(self.rep_r, self.proto_out, left, flags=os.SPLICE_F_NONBLOCK)
-            except BlockingIOError:  # the trainer has not read the start of the frame yet
-                select.select([], [self.proto_out], [], None)
-                continue
-            if not moved:
-                self.exited()
-                continue
-            left -= moved
-
     def kill(self) -> None:
         if self.pid > 0:
             for kill in (os.kill, os.killpg):  # the child itself (it may have left its group), then its group
@@ -298,9 +222,6 @@ class Job:
 
     def close(self) -> None:
         self.kill()
-        HEAD[:] = bytes(5)
-        for fd in (self.req_w, self.rep_r):
-            _quiet(os.close, fd)
         if self.w.mode != "bwrap":
             wipe(self.scratch)
             _quiet(os.rmdir, self.scratch)
@@ -348,7 +269,6 @@ class Worker:
         self.mode = mode
         self.scratch_root = scratch_root  # unsafe mode: the trainer's directory for this worker's job directories
         self.me = os.getpid()
-        self.null = -1  # /dev/null, for what the trainer sends after its job ended
         self.child_uid: int | None = None
         if uid >= 0:
             if mode == "bwrap":  # started as root without a user namespace: drop to this worker's own uid for good
@@ -452,10 +372,24 @@ def _prctl(option: int, arg: int) -> None:
         pass
 
 
+def receive(ctl, fds: int) -> tuple[bytes, list[int]]:
+    """One control message and the descriptors attached to it (``fds`` expected; any others are closed)."""
+    msg, ancillary, flags, _ = ctl.recvmsg(1 << 16, _socket.CMSG_SPACE(4 * max(fds, 1)))
+    got: list[int] = []
+    for level, kind, data in ancillary:
+        if level == _socket.SOL_SOCKET and kind == _socket.SCM_RIGHTS:
+            got += struct.unpack(f"{len(data) // 4}i", data[: len(data) // 4 * 4])
+    if len(got) != fds or flags & _socket.MSG_CTRUNC:
+        for fd in got:
+            _quiet(os.close, fd)
+        return (b"" if fds else msg), []
+    return msg, got
+
+
 def main() -> None:
     mode = sys.argv[1] if len(sys.argv) > 1 else "bwrap"
     uid = int(sys.argv[2]) if len(sys.argv) > 2 else -1
-    proto_in, proto_out = os.dup(0), os.dup(1)
+    ctl = _socket.socket(fileno=os.dup(0))  # the trainer's control socket (SOCK_SEQPACKET)
     null = os.open(os.devnull, os.O_RDWR)
     os.dup2(null, 0)
     os.dup2(null, 1)
@@ -465,35 +399,30 @@ def main() -> None:
         __import__(name)
     _prctl(4, 0)  # PR_SET_DUMPABLE 0 (after any setuid): job processes cannot open /proc/<worker>/fd or ptrace us
     hello = {"mode": mode, "pidns": w.pidns, "uid": os.getuid(), "child_uid": w.child_uid, "pid": os.getpid()}
-    write_all(proto_out, frame(hello))
+    ctl.send(json.dumps(hello).encode())
     os.dup2(null, 2)
-    w.null = null
     gc.freeze()  # what exists now is never collected here or in a job's child: fewer pages copied after each fork
     while True:
-        if not read_into(proto_in, HEAD_VIEW) or HEAD[4:] != JOB:
-            os._exit(0)
-        settings = bytearray(struct.unpack_from("!I", HEAD)[0])  # the job's limits (no job data)
-        if not read_into(proto_in, memoryview(settings)) or not read_into(proto_in, HEAD_VIEW) or HEAD[4:] != DATA:
-            os._exit(0)
-        limits = decode(bytes(settings) or b"{}")
+        msg, fds = receive(ctl, 2)
+        limits = decode(msg[1:] or b"{}") if msg[:1] == JOB else None
         if not isinstance(limits, dict):
             os._exit(0)
-        job = Job(limits, w, proto_in, proto_out)
+        job = Job(limits, w)
         try:
-            job.start(struct.unpack_from("!I", HEAD)[0])
-            while True:
-                if not read_into(proto_in, HEAD_VIEW, job.wait_for) or HEAD[4:] not in (DATA, FINISH):  # (limits hold)
-                    raise EOFError
-                if HEAD[4:] == FINISH:
-                    break
-                job.call(struct.unpack_from("!I", HEAD)[0])
+            try:
+                job.start(*fds)
+            finally:
+                for fd in fds:
+                    os.close(fd)
+            eof = job.wait_finish(ctl)
+            ctl.send(json.dumps(job.stop(eof)).encode())
         except (EOFError, OSError):
             job.close()
             os._exit(0)
         job.close()
         if mode == "bwrap" and any(used(top) for top in WRITABLE):
             os._exit(3)  # could not empty the scratch space: a fresh worker gets a fresh one
-        write_all(proto_out, frame("clean"))  # every process of the job is gone and its files removed
+        ctl.send(b'"clean"')  # every process of the job is gone and its files removed
 
 
 if __name__ == "__main__":
