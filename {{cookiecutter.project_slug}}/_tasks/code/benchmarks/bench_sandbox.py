@@ -3,10 +3,15 @@
 * **sandbox**: ``Sandbox(config).run_batch(jobs)`` with isolation on (bubblewrap by default), warm workers (one per
   core), the tests evaluated on the trusted side with calls into the sandbox;
 * **in-process limit**: the same solutions and tests ``exec``'d directly, no isolation, one process per core
-  (``multiprocessing``), each job in a fresh namespace.
+  (``multiprocessing``), each job in a fresh namespace;
+* **fork-per-job floor**: the same, but each job in a fresh ``fork`` of a process set up like a sandbox worker
+  (``python -I -S`` with the worker's preloaded modules), the tests in that same fork: no isolation, no trusted
+  side, no channel. Any sandbox that gives every job a fresh process pays at least this, so it bounds what the
+  sandbox's ratio can reach on this machine.
 
-Prints jobs/s for both and their ratio (the target is >= 0.5). Jobs are HumanEval-like: each row's solution, its
-asserts, and the same asserts as a HumanEval ``check(candidate)`` function. Run from the project root::
+Prints jobs/s for each and the ratios to the in-process limit (the sandbox's target is >= 0.5). Jobs are
+HumanEval-like: each row's solution, its asserts, and the same asserts as a HumanEval ``check(candidate)`` function.
+Run from the project root::
 
     python benchmarks/bench_sandbox.py                       # data/sample.jsonl, 600 jobs, 3 rounds
     python benchmarks/bench_sandbox.py --data humaneval.jsonl  # prompt, canonical_solution, test, entry_point
@@ -19,6 +24,8 @@ import importlib
 import json
 import multiprocessing
 import os
+import random
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -62,6 +69,63 @@ def _inprocess(job: tuple[str, list[str], str]) -> bool:
     return True
 
 
+# One process of the fork-per-job floor: jobs (JSON on stdin) each run in a fresh fork, the tests in that fork.
+FLOOR = r"""
+import gc, json, os, sys, time
+for name in sys.argv[1:]:
+    __import__(name)
+jobs = json.loads(sys.stdin.readline())
+gc.freeze()
+def run(job):
+    ns = {"__name__": "__main__"}
+    try:
+        exec(job[0], ns)
+        for t in job[1]:
+            exec(t, ns)
+    except BaseException:
+        return b"0"
+    return b"1"
+def forked(job):
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.write(w, run(job))
+        os._exit(0)
+    os.close(w)
+    ok = os.read(r, 1) == b"1"
+    os.close(r)
+    os.waitpid(pid, 0)
+    return ok
+for job in jobs[:8]:
+    forked(job)
+print("ready", flush=True)
+sys.stdin.readline()  # all processes start together
+t0 = time.perf_counter()
+ok = sum(forked(job) for job in jobs)
+print(ok, time.perf_counter() - t0)
+"""
+
+
+def floor_rate(jobs: list, procs: int) -> tuple[float, int]:
+    """Jobs dealt to ``procs`` worker-like processes in a shuffled order; the slowest one's time counts."""
+    preload = importlib.import_module(f"{PKG}.sandbox.worker").PRELOAD
+    order = list(range(len(jobs)))
+    random.Random(0).shuffle(order)
+    parts = [[jobs[i] for i in order[k::procs]] for k in range(procs)]
+    runs = [subprocess.Popen([sys.executable, "-I", "-S", "-c", FLOOR, *preload], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True) for _ in parts]  # fmt: skip
+    for p, part in zip(runs, parts, strict=True):
+        p.stdin.write(json.dumps(part) + "\n")
+        p.stdin.flush()
+    for p in runs:
+        p.stdout.readline()
+    for p in runs:
+        p.stdin.write("go\n")
+        p.stdin.flush()
+    outs = [p.communicate()[0].split() for p in runs]
+    return len(jobs) / max(float(o[1]) for o in outs), sum(int(o[0]) for o in outs)
+
+
 def inprocess_rate(jobs: list, procs: int) -> tuple[float, int]:
     with multiprocessing.get_context("fork").Pool(procs) as pool:
         pool.map(_inprocess, jobs[: procs * 4])  # warm
@@ -98,18 +162,22 @@ def main() -> None:
     with sandbox.Sandbox(cfg) as box:
         mode = box.start()
         box.run_batch([sandbox.Job(c, t, entry_point=e) for c, t, e in pairs])  # warm-up
-        ratios = []
+        ratios, floors = [], []
         for r in range(args.rounds):
             limit, ok_l = inprocess_rate(jobs, procs)
             rate, ok_s = sandbox_rate(box, jobs)
+            floor, ok_f = floor_rate(jobs, procs)
             ratios.append(rate / limit)
+            floors.append(floor / limit)
             print(
                 f"round {r + 1}: sandbox ({mode}, {box.size} workers) {rate:.0f} jobs/s ({ok_s}/{len(jobs)} all-pass); "
                 f"in-process limit ({procs} processes) {limit:.0f} jobs/s ({ok_l}/{len(jobs)}); "
-                f"ratio {rate / limit:.2f}"
+                f"fork-per-job floor {floor:.0f} jobs/s ({ok_f}/{len(jobs)}); "
+                f"ratio {rate / limit:.2f} (floor {floor / limit:.2f})"
             )
     print(f"ratio per round: {', '.join(f'{x:.2f}' for x in ratios)}; best {max(ratios):.2f}, median "
-          f"{sorted(ratios)[len(ratios) // 2]:.2f} (cores: {len(os.sched_getaffinity(0))}, "
+          f"{sorted(ratios)[len(ratios) // 2]:.2f}; fork-per-job floor per round: "
+          f"{', '.join(f'{x:.2f}' for x in floors)} (cores: {len(os.sched_getaffinity(0))}, "
           f"load average {os.getloadavg()[0]:.2f})")  # fmt: skip
 
 
