@@ -530,6 +530,20 @@ def test_config_validates() -> None:
     assert sandbox.SandboxConfig.from_settings({"sandbox_timeout_s": 2.0, "lr": 1}).timeout_s == 2.0
 
 
+def test_wire_reads_only_its_own_json() -> None:
+    """Plain data round-trips exactly; a reply in any other encoding (UTF-16/32, a BOM) is refused, not guessed."""
+    wire = mod("sandbox.wire")
+    value = (1, [2.5, None, True], {"k": {3}}, frozenset({"é"}))
+    raw = wire.dumps(wire.encode(value))
+    assert raw.isascii() and wire.decode(raw) == value and type(wire.decode(raw)) is tuple
+    assert wire.decode(raw.decode()) == value
+    for enc in ("utf-16", "utf-32", "utf-8-sig"):
+        with pytest.raises(ValueError):
+            wire.decode('{"v": 5555}'.encode(enc))
+    for bad in (b'{"v": 1} {"v": 2}', b'{"v": ', b"\xff"):
+        with pytest.raises(ValueError):
+            wire.decode(bad)
+
 def test_package_is_stdlib_only_and_small() -> None:
     pkg = Path(sandbox.__file__).parent
     for f in pkg.glob("*.py"):

@@ -148,7 +148,7 @@ def run_tests(job: Job, send: Callable[[bytes], bytes], start_reply: bytes, dead
             req = {"n": name, "a": wire.encode(args), "k": wire.encode(kwargs)}
             if obj is not None:
                 req["o"] = obj
-            request = wire.json.dumps(req).encode()
+            request = wire.dumps(req)
         except (TypeError, ValueError, RecursionError) as exc:
             raise TypeError(f"argument is not plain data: {exc}") from None
         try:

@@ -153,7 +153,7 @@ class _Worker:
             raise WorkerLost("malformed worker reply")
         if status.get("end") is None:  # the child was still there: the trainer ended the job
             status = {"end": "error", "why": why or "the program closed its channel"}
-        self.ended = wire.json.dumps(status).encode()
+        self.ended = wire.dumps(status)
         return self.ended
 
     def finish(self) -> None:
@@ -274,8 +274,8 @@ class Sandbox:
         w = self._worker(i)
         limits = {"timeout": timeout, "memory_mb": self.config.memory_mb, "max_procs": self.config.max_procs,
                   "max_file_mb": self.config.max_file_mb}  # fmt: skip
-        spec = wire.json.dumps(limits).encode()
-        code = wire.json.dumps(job.code).encode()
+        spec = wire.dumps(limits)
+        code = wire.dumps(job.code)
         try:
             first = w.start_job(spec, code, hard)
         except (WorkerLost, OSError):  # the previous job's clean-up failed: a fresh worker runs this one

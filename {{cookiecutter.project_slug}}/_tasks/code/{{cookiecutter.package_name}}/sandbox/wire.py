@@ -19,8 +19,13 @@ MAX_FRAME = 16 << 20
 JOB, FINISH, EOF = b"J", b"F", b"e"
 
 
+def dumps(obj: object) -> bytes:
+    """``obj`` as compact JSON (ASCII only: text outside ASCII is escaped)."""
+    return _ENCODER.encode(obj).encode()
+
+
 def frame(obj: object) -> bytes:
-    data = json.dumps(obj, separators=(",", ":")).encode()
+    data = _ENCODER.encode(obj).encode()
     return struct.pack("!I", len(data)) + data
 
 
@@ -95,5 +100,11 @@ def _tagged(pairs: list) -> object:
     return frozenset(items)
 
 
+# Built once: ``json.dumps``/``json.loads`` build a new encoder or decoder on every call when given options.
+_ENCODER = json.JSONEncoder(separators=(",", ":"))
+_DECODER = json.JSONDecoder(object_pairs_hook=_tagged)
+
+
 def decode(payload: bytes | str) -> object:
-    return json.loads(payload, object_pairs_hook=_tagged)
+    """Plain data from JSON text; bytes must be UTF-8 (``dumps`` writes ASCII). Raises ValueError or RecursionError."""
+    return _DECODER.decode(payload if type(payload) is str else payload.decode())

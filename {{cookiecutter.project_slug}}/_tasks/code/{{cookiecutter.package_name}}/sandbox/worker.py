@@ -25,7 +25,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # its sibling wire.py (started by path, with -I)
-from wire import EOF, FINISH, JOB, Reader, decode, encode, frame, json, write_all  # noqa: E402
+from wire import EOF, FINISH, JOB, Reader, decode, dumps, encode, frame, json, write_all  # noqa: E402
 
 TICK_S = 0.02  # period of the job-wide memory and process check
 WRITABLE = ("/tmp", "/dev/shm")
@@ -415,7 +415,7 @@ def main() -> None:
                 for fd in fds:
                     os.close(fd)
             eof = job.wait_finish(ctl)
-            ctl.send(json.dumps(job.stop(eof)).encode())
+            ctl.send(dumps(job.stop(eof)))
         except (EOFError, OSError):
             job.close()
             os._exit(0)
