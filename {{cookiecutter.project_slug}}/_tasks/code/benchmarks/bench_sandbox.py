@@ -9,6 +9,11 @@
   side, no channel. Any sandbox that gives every job a fresh process pays at least this, so it bounds what the
   sandbox's ratio can reach on this machine.
 
+Every side's rate is a steady-state rate: all jobs over the time its processes (the sandbox's workers) spent on
+jobs, divided by their number, so that a long job left to one process at the end of a slice (HumanEval/75 alone
+takes ~150 ms) idles no side; the sandbox's wall-clock rate is printed too. Each round runs every side on each slice
+of the jobs in turn, so that a slow spell of a noisy machine falls on all three alike.
+
 Prints jobs/s for each and the ratios to the in-process limit (the sandbox's target is >= 0.5). Jobs are
 HumanEval-like: each row's solution, its asserts, and the same asserts as a HumanEval ``check(candidate)`` function.
 Run from the project root::
@@ -57,16 +62,18 @@ def load_jobs(path: Path) -> list[tuple[str, list[str], str]]:
     return jobs
 
 
-def _inprocess(job: tuple[str, list[str], str]) -> bool:
+def _inprocess(job: tuple[str, list[str], str]) -> tuple[bool, float]:
+    """(whether every test passed, seconds spent)."""
     code, tests, _ = job
+    t0 = time.perf_counter()
     ns: dict = {"__name__": "__main__"}
     try:
         exec(code, ns)
         for t in tests:
             exec(t, ns)
     except BaseException:
-        return False
-    return True
+        return False, time.perf_counter() - t0
+    return True, time.perf_counter() - t0
 
 
 # One process of the fork-per-job floor: jobs (JSON on stdin) each run in a fresh fork, the tests in that fork.
@@ -102,12 +109,12 @@ print("ready", flush=True)
 sys.stdin.readline()  # all processes start together
 t0 = time.perf_counter()
 ok = sum(forked(job) for job in jobs)
-print(ok, time.perf_counter() - t0)
+print(ok, time.perf_counter() - t0)  # its time running jobs: one fork after another, nothing else
 """
 
 
-def floor_rate(jobs: list, procs: int) -> tuple[float, int]:
-    """Jobs dealt to ``procs`` worker-like processes in a shuffled order; the slowest one's time counts."""
+def floor_time(jobs: list, procs: int) -> tuple[float, int]:
+    """Jobs dealt to ``procs`` worker-like processes (started together); their summed busy time / ``procs``."""
     preload = importlib.import_module(f"{PKG}.sandbox.worker").PRELOAD
     order = list(range(len(jobs)))
     random.Random(0).shuffle(order)
@@ -123,32 +130,32 @@ def floor_rate(jobs: list, procs: int) -> tuple[float, int]:
         p.stdin.write("go\n")
         p.stdin.flush()
     outs = [p.communicate()[0].split() for p in runs]
-    return len(jobs) / max(float(o[1]) for o in outs), sum(int(o[0]) for o in outs)
+    return sum(float(o[1]) for o in outs) / procs, sum(int(o[0]) for o in outs)
 
 
-def inprocess_rate(jobs: list, procs: int) -> tuple[float, int]:
-    with multiprocessing.get_context("fork").Pool(procs) as pool:
-        pool.map(_inprocess, jobs[: procs * 4])  # warm
-        t0 = time.perf_counter()
-        ok = sum(pool.map(_inprocess, jobs, chunksize=max(1, len(jobs) // (procs * 8))))
-        return len(jobs) / (time.perf_counter() - t0), ok
+def inprocess_time(pool, jobs: list, procs: int) -> tuple[float, int]:
+    """The jobs over ``procs`` processes; the summed time spent in jobs / ``procs``."""
+    done = pool.map(_inprocess, jobs, chunksize=max(1, len(jobs) // (procs * 8)))
+    return sum(t for _, t in done) / procs, sum(ok for ok, _ in done)
 
 
-def sandbox_rate(box, jobs: list) -> tuple[float, int]:
+def sandbox_time(box, jobs: list) -> tuple[float, float, int]:
+    """(summed time of the jobs / workers, wall-clock time, jobs that passed every test)."""
     batch = [sandbox.Job(c, t, entry_point=e) for c, t, e in jobs]
     t0 = time.perf_counter()
     results = box.run_batch(batch)
-    rate = len(batch) / (time.perf_counter() - t0)
+    wall = time.perf_counter() - t0
     bad = [r for r in results if r.fraction != 1.0]
     if bad:
         print("sandbox failure:", bad[0].error or [t.reason for t in bad[0].tests if not t.passed], file=sys.stderr)
-    return rate, len(results) - len(bad)
+    return sum(r.elapsed_s for r in results) / box.size, wall, len(results) - len(bad)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--n", type=int, default=600, help="jobs per measurement")
-    ap.add_argument("--rounds", type=int, default=3, help="alternating measurements of each side")
+    ap.add_argument("--rounds", type=int, default=3, help="measurements of each side (each one ratio)")
+    ap.add_argument("--slices", type=int, default=6, help="a round interleaves the sides over this many slices")
     ap.add_argument("--isolation", default="bwrap", choices=["bwrap", "unsafe-rlimit-only"])
     ap.add_argument("--workers", type=int, default=0, help="in-process limit processes (0 = one per core)")
     ap.add_argument("--sandbox_workers", type=int, default=0, help="sandbox workers (0 = the sandbox's default)")
@@ -157,29 +164,44 @@ def main() -> None:
 
     pairs = load_jobs(Path(args.data))
     jobs = [pairs[i % len(pairs)] for i in range(args.n)]
+    slices = [jobs[k :: args.slices] for k in range(max(1, min(args.slices, len(jobs))))]
     procs = args.workers or min(8, len(os.sched_getaffinity(0)))
     cfg = sandbox.SandboxConfig(isolation=args.isolation, workers=args.sandbox_workers)
-    with sandbox.Sandbox(cfg) as box:
+    sides = ("limit", "sandbox", "floor")
+    with sandbox.Sandbox(cfg) as box, multiprocessing.get_context("fork").Pool(procs) as pool:
         mode = box.start()
         box.run_batch([sandbox.Job(c, t, entry_point=e) for c, t, e in pairs])  # warm-up
+        pool.map(_inprocess, jobs[: procs * 4])
         ratios, floors = [], []
         for r in range(args.rounds):
-            limit, ok_l = inprocess_rate(jobs, procs)
-            rate, ok_s = sandbox_rate(box, jobs)
-            floor, ok_f = floor_rate(jobs, procs)
+            # Each slice of the jobs is run by every side in turn (the order rotating), so that a slow spell of a
+            # noisy machine falls on all three sides alike; a side's rate is all its jobs over all its slices' time.
+            spent, ok, wall = dict.fromkeys(sides, 0.0), dict.fromkeys(sides, 0), 0.0
+            for k, part in enumerate(slices):
+                for side in sides[k % 3 :] + sides[: k % 3]:
+                    if side == "limit":
+                        t, n_ok = inprocess_time(pool, part, procs)
+                    elif side == "sandbox":
+                        t, w, n_ok = sandbox_time(box, part)
+                        wall += w
+                    else:
+                        t, n_ok = floor_time(part, procs)
+                    spent[side] += t
+                    ok[side] += n_ok
+            limit, rate, floor = (len(jobs) / spent[s] for s in sides)
             ratios.append(rate / limit)
             floors.append(floor / limit)
             print(
-                f"round {r + 1}: sandbox ({mode}, {box.size} workers) {rate:.0f} jobs/s ({ok_s}/{len(jobs)} all-pass); "
-                f"in-process limit ({procs} processes) {limit:.0f} jobs/s ({ok_l}/{len(jobs)}); "
-                f"fork-per-job floor {floor:.0f} jobs/s ({ok_f}/{len(jobs)}); "
+                f"round {r + 1}: sandbox ({mode}, {box.size} workers) {rate:.0f} jobs/s ({ok['sandbox']}/{len(jobs)} "
+                f"all-pass, wall-clock {len(jobs) / wall:.0f}); "
+                f"in-process limit ({procs} processes) {limit:.0f} jobs/s ({ok['limit']}/{len(jobs)}); "
+                f"fork-per-job floor {floor:.0f} jobs/s ({ok['floor']}/{len(jobs)}); "
                 f"ratio {rate / limit:.2f} (floor {floor / limit:.2f})"
             )
     print(f"ratio per round: {', '.join(f'{x:.2f}' for x in ratios)}; best {max(ratios):.2f}, median "
           f"{sorted(ratios)[len(ratios) // 2]:.2f}; fork-per-job floor per round: "
           f"{', '.join(f'{x:.2f}' for x in floors)} (cores: {len(os.sched_getaffinity(0))}, "
-          f"load average {os.getloadavg()[0]:.2f})")  # fmt: skip
-
+          f"load average {os.getloadavg()[0]:.2f}, {len(slices)} slices per round)")  # fmt: skip
 
 if __name__ == "__main__":
     main()
