@@ -192,8 +192,8 @@ def main() -> None:
             ratios.append(rate / limit)
             floors.append(floor / limit)
             print(
-                f"round {r + 1}: sandbox ({mode}, {box.size} workers) {rate:.0f} jobs/s ({ok['sandbox']}/{len(jobs)} "
-                f"all-pass); "
+                f"round {r + 1}: sandbox ({mode}, {box.size} workers) {rate:.0f} jobs/s "
+                f"({ok['sandbox']}/{len(jobs)} all-pass); "
                 f"in-process limit ({procs} processes) {limit:.0f} jobs/s ({ok['limit']}/{len(jobs)}); "
                 f"fork-per-job floor {floor:.0f} jobs/s ({ok['floor']}/{len(jobs)}); "
                 f"ratio {rate / limit:.2f} (floor {floor / limit:.2f})"
@@ -202,6 +202,7 @@ def main() -> None:
           f"{sorted(ratios)[len(ratios) // 2]:.2f}; fork-per-job floor per round: "
           f"{', '.join(f'{x:.2f}' for x in floors)} (cores: {len(os.sched_getaffinity(0))}, "
           f"load average {os.getloadavg()[0]:.2f}, {len(slices)} slices per round)")  # fmt: skip
+
 
 if __name__ == "__main__":
     main()
