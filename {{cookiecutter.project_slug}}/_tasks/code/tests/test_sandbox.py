@@ -544,6 +544,7 @@ def test_wire_reads_only_its_own_json() -> None:
         with pytest.raises(ValueError):
             wire.decode(bad)
 
+
 def test_package_is_stdlib_only_and_small() -> None:
     pkg = Path(sandbox.__file__).parent
     for f in pkg.glob("*.py"):
