@@ -68,13 +68,14 @@ def _inprocess(job: tuple[str, list[str], str]) -> tuple[bool, float]:
     code, tests, _ = job
     t0 = time.perf_counter()
     ns: dict = {"__name__": "__main__"}
+    ok = True
     try:
         exec(code, ns)
         for t in tests:
             exec(t, ns)
     except BaseException:
-        return False, time.perf_counter() - t0
-    return True, time.perf_counter() - t0
+        ok = False
+    return ok, time.perf_counter() - t0
 
 
 # One process of the fork-per-job floor: jobs (JSON on stdin) each run in a fresh fork, the tests in that fork.

@@ -25,7 +25,7 @@ def dumps(obj: object) -> bytes:
 
 
 def frame(obj: object) -> bytes:
-    data = _ENCODER.encode(obj).encode()
+    data = dumps(obj)
     return struct.pack("!I", len(data)) + data
 
 

@@ -25,7 +25,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # its sibling wire.py (started by path, with -I)
-from wire import EOF, FINISH, JOB, Reader, decode, dumps, encode, frame, json, write_all  # noqa: E402
+from wire import EOF, FINISH, JOB, Reader, decode, dumps, encode, frame, write_all  # noqa: E402
 
 TICK_S = 0.02  # period of the job-wide memory and process check
 WRITABLE = ("/tmp", "/dev/shm")
@@ -399,7 +399,7 @@ def main() -> None:
         __import__(name)
     _prctl(4, 0)  # PR_SET_DUMPABLE 0 (after any setuid): job processes cannot open /proc/<worker>/fd or ptrace us
     hello = {"mode": mode, "pidns": w.pidns, "uid": os.getuid(), "child_uid": w.child_uid, "pid": os.getpid()}
-    ctl.send(json.dumps(hello).encode())
+    ctl.send(dumps(hello))
     os.dup2(null, 2)
     gc.freeze()  # what exists now is never collected here or in a job's child: fewer pages copied after each fork
     while True:
