@@ -157,6 +157,13 @@ def test_a_dataset_id_not_cached_while_offline_names_the_recipe(run_cli, monkeyp
     assert "hf download org/no-such-set --repo-type dataset" in message and "HF_HUB_OFFLINE=1" in message
 
 
+@pytest.mark.parametrize(("field", "name"), [("model_name_or_path", "./my-model"), ("dataset_name", "data/no-such.jsonl")])
+def test_a_local_path_that_does_not_exist_is_one_line(run_cli, field, name):
+    own_model = {"build_tiny_model": False, "format_priming_steps": 0} if field == "model_name_or_path" else {}
+    message = run_cli(settings={field: name, **own_model})
+    assert f"{name!r} ({field})" in message and "does not exist" in message and "typo" in message, message
+
+
 def test_hub_ids_and_paths_are_told_apart(tmp_path):
     assert hub.is_hub_id("Qwen/Qwen2.5-0.5B-Instruct") and hub.is_hub_id("gpt2")
     for name in ("outputs/run", "./model", "/abs/model", "data/x.jsonl", "a/b/c", "curriculum:10", "", None):

@@ -78,10 +78,15 @@ def probe(name: str, kind: str) -> str | None:
 
 
 def check_available(name: str | None, kind: str = "model", field: str = "model_name_or_path") -> None:
-    """Raise HubError, in one line, when ``name`` is a hub id this run cannot get; ``field`` is its config key."""
+    """Raise HubError, in one line, when ``name`` is a local path that does not exist or a hub id this run cannot
+    get; ``field`` is its config key."""
+    what = f"{kind} {name!r} ({field})"
+    if name and not name.startswith(("generate:", "curriculum:")) and looks_like_path(name):
+        where = Path(name).expanduser()
+        if not where.exists():
+            raise HubError(f"{what} is meant as a local path but {where.resolve()} does not exist: a typo in {field}?")
     if not is_hub_id(name) or cached(name, kind):
         return
-    what = f"{kind} {name!r} ({field})"
     if offline():
         raise HubError(f"{what} is not in the Hugging Face cache ({cache_dir()}) and HF_HUB_OFFLINE is set: "
                        f"{recipe(name, kind, field)}")
