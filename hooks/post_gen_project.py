@@ -21,6 +21,7 @@ from pathlib import Path
 
 TASKS_DIR = "_tasks"  # one folder per task, laid out like the project; names starting with "_" stay behind
 SMOKE_TIMEOUT_S = 900
+CPU_TORCH_INDEX = "https://download.pytorch.org/whl/cpu"  # the CPU build (PyPI's Linux torch is the CUDA one)
 
 
 def task_files(task_dir: Path) -> list[Path]:
@@ -92,7 +93,8 @@ def smoke(root: Path, context: dict) -> bool:
     if python is None:
         print(
             "smoke: torch and trl are not importable here nor in .venv; to run the smoke training:\n"
-            f"  cd {root} && pip install torch==2.13.0 && pip install -e '.[dev]' && {command}"
+            f"  cd {root} && pip install torch==2.13.0 --index-url {CPU_TORCH_INDEX} && pip install -e '.[dev]' && "
+            f"{command}"
         )
         return True
     # of train.py's output, only its health verdict and the rise of correctness it rests on (health.py)

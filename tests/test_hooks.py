@@ -153,7 +153,10 @@ def test_full_smoke_without_torch_prints_the_command(tmp_path, defaults, capsys,
     (tmp_path / "_tasks" / defaults["task"] / "grpo_reasoner" / "selfcheck.py").write_text("print('[ok] fine')\n")
     monkeypatch.setattr(post, "training_python", lambda root: None)
     assert post.main({**defaults, "smoke_test": "full"}, root=tmp_path) == 0
-    assert "python train.py --config configs/smoke.yaml" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "python train.py --config configs/smoke.yaml" in out
+    # the CPU build: a plain `pip install torch==...` on Linux pulls the multi-GB CUDA build
+    assert "pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu" in out
 
 
 def test_full_smoke_prints_only_the_training_runs_health_line(tmp_path, defaults, capsys, monkeypatch):
