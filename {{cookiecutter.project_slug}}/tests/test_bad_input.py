@@ -48,6 +48,7 @@ CONFIG_CASES = {  # id: (run_cli keyword arguments, words the line must hold)
     "a list for a number": ({"settings": {"learning_rate": [1]}}, ["learning_rate", "a number"]),
     "abbreviated option": ({"argv": ["--learning_rat", "1e-3"]}, ["unknown option --learning_rat", "--learning_rate"]),
     "bad option value": ({"argv": ["--max_completion_length", "-4"]}, ["max_completion_length", "positive"]),
+    "negative exponent value": ({"argv": ["--learning_rate", "-1e-4"]}, ["learning_rate", "positive"]),
     "missing config": ({"config": "configs/no-such.yaml"}, ["no-such.yaml", "does not exist"]),
 }
 

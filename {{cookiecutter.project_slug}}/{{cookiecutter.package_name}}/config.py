@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import os
+import re
 import sys
 import types
 import typing
@@ -83,14 +84,30 @@ def parser() -> TrlParser:
 
 
 def with_default_config(argv: list[str]) -> list[str]:
-    """``argv`` with ``--config PATH`` first (the project's preset unless one is given; ``--config=PATH`` split)."""
-    argv = list(argv)
+    """``argv`` with ``--config PATH`` first (the project's preset unless one is given; ``--config=PATH`` split), and
+    a negative number glued to the option before it (``--learning_rate -1e-4``: argparse would read an option)."""
+    argv = glue_negative_values(argv)
     for index, arg in enumerate(argv):
         if arg.startswith("--config="):
             return ["--config", arg.split("=", 1)[1], *argv[:index], *argv[index + 1 :]]
         if arg == "--config":
             return ["--config", *argv[index + 1 : index + 2], *argv[:index], *argv[index + 2 :]]
     return ["--config", DEFAULT_CONFIG, *argv]
+
+
+def glue_negative_values(argv: list[str]) -> list[str]:
+    """``--option -1e-4`` as ``--option=-1e-4``, so that the value reaches the checks instead of argparse's
+    "expected one argument"."""
+    out: list[str] = []
+    for arg in argv:
+        if out and out[-1].startswith("--") and "=" not in out[-1] and _NEGATIVE.fullmatch(arg):
+            out[-1] = f"{out[-1]}={arg}"
+        else:
+            out.append(arg)
+    return out
+
+
+_NEGATIVE = re.compile(r"-(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|-inf|-nan", re.IGNORECASE)
 
 
 def read_yaml(path: str) -> dict:
