@@ -17,6 +17,10 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def render_pyproject(context: dict) -> dict:
+    return tomllib.loads(render_pyproject_text(context))
+
+
+def render_pyproject_text(context: dict) -> str:
     raw = json.loads((ROOT / "cookiecutter.json").read_text())
     # The answers only: cookiecutter's own keys (``_extensions``, ``_copy_without_render``) and the private ones
     # (``__prompts__``, ``__refusals``) configure cookiecutter, not the pyproject.
@@ -27,7 +31,7 @@ def render_pyproject(context: dict) -> dict:
     # the loader cookiecutter uses: the project template dir (the task folders' _task.jinja) and templates/
     env.loader = FileSystemLoader([str(ROOT / "{{cookiecutter.project_slug}}"), str(ROOT / "templates")])
     template = env.from_string((ROOT / "{{cookiecutter.project_slug}}" / "pyproject.toml").read_text())
-    return tomllib.loads(template.render(cookiecutter=answers))
+    return template.render(cookiecutter=answers)
 
 
 def cpu_requirements(backend: str) -> list[str]:

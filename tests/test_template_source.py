@@ -49,7 +49,8 @@ def test_torch_is_installed_the_same_way_everywhere():
     project_readme = (ROOT / "{{cookiecutter.project_slug}}" / "README.md").read_text()
     pins = {re.search(r"torch==([0-9.]+)", text).group(1) for text in (
         makefile, (ROOT / "requirements-dev.txt").read_text(),
-        (ROOT / "{{cookiecutter.project_slug}}" / "pyproject.toml").read_text(), readme, project_readme)}
+        (ROOT / "{{cookiecutter.project_slug}}" / "pyproject.toml").read_text(), readme, project_readme,
+        (ROOT / "hooks" / "post_gen_project.py").read_text())}
     assert len(pins) == 1, pins
     cpu = f"pip install torch=={pins.pop()} --index-url {CPU_INDEX}"
     assert f"TORCH_INDEX ?= {CPU_INDEX}" in makefile and "--index-url $(TORCH_INDEX)" in makefile
@@ -59,3 +60,13 @@ def test_torch_is_installed_the_same_way_everywhere():
     gpu = re.search(r"^# or with an NVIDIA GPU.*\n(pip install torch==[0-9.]+)\n", project_readme, re.MULTILINE)
     assert gpu and "CUDA" in gpu.group(0) and "--index-url" not in gpu.group(1)
     assert re.search(r"pip install torch==[0-9.]+ && .*# GPU machine: PyPI's torch is the CUDA", readme)
+
+
+@pytest.mark.parametrize("backend", ["trl", "unsloth"])
+def test_the_gpu_extra_comment_names_only_what_it_installs(backend):
+    from stacks import render_pyproject, render_pyproject_text
+
+    text = render_pyproject_text({"backend": backend, "gpu": "24gb"})
+    gpu = render_pyproject({"backend": backend, "gpu": "24gb"})["project"]["optional-dependencies"]["gpu"]
+    comment = next(line for line in text.splitlines() if line.startswith("# gpu:"))
+    assert ("DeepSpeed" in comment) == any(req.startswith("deepspeed==") for req in gpu), (comment, gpu)

@@ -158,7 +158,8 @@ def test_a_dataset_id_not_cached_while_offline_names_the_recipe(run_cli, monkeyp
     assert "hf download org/no-such-set --repo-type dataset" in message and "HF_HUB_OFFLINE=1" in message
 
 
-@pytest.mark.parametrize(("field", "name"), [("model_name_or_path", "./my-model"), ("dataset_name", "data/no-such.jsonl")])
+@pytest.mark.parametrize(("field", "name"), [("model_name_or_path", "./my-model"),
+                                             ("dataset_name", "data/no-such.jsonl")])
 def test_a_local_path_that_does_not_exist_is_one_line(run_cli, field, name):
     own_model = {"build_tiny_model": False, "format_priming_steps": 0} if field == "model_name_or_path" else {}
     message = run_cli(settings={field: name, **own_model})
