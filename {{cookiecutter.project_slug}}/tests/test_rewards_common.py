@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import re
 import time
+from pathlib import Path
 
 import pytest
+import yaml
 from _pkg import mod
+from conftest import sample_rows
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -118,6 +122,50 @@ def test_format_nested_reasoning_is_not_strict() -> None:
     assert rewards.REWARD_FUNCS["format_strict"](completions=[nested, *closed_twice]) == [0.0] * 4
 
 
+# Tags around nothing: no letter or digit outside tags in any body (whitespace, zero-width and no-break spaces,
+# punctuation, other tags).
+EMPTY_BODIES = [
+    "<reasoning></reasoning><answer></answer>",
+    "<reasoning> </reasoning>\n<answer>\n</answer>",
+    "<reasoning>\u200b\u200c\u2060</reasoning><answer>\u00a0\ufeff\u3000\u180e</answer>",
+    "<reasoning>...</reasoning><answer>?!</answer>",
+    "<reasoning><answer></reasoning><answer></reasoning></answer>",  # bodies that are only the other tags
+    "<reasoning><b></b></reasoning><answer><br/></answer>",
+    "<reasoning>" + " " * 50_000 + "</reasoning><answer>" + "\n" * 40_000 + "</answer>",
+]
+
+
+@pytest.mark.parametrize("text", EMPTY_BODIES, ids=[f"empty{i}" for i in range(len(EMPTY_BODIES))])
+def test_empty_tag_bodies_earn_no_format_credit(text: str) -> None:
+    assert common.format_score(text) == 0.0
+    assert rewards.REWARD_FUNCS["format_strict"](completions=[text, chat(text)]) == [0.0, 0.0]
+    assert common.repetition_score(text) == -1.0
+
+
+@pytest.mark.parametrize(
+    ("text", "fmt", "strict"),
+    [
+        ("<reasoning>x</reasoning><answer></answer>", 0.5, 0.0),  # each tag needs its own content
+        ("<reasoning> </reasoning><answer>72</answer>", 0.5, 0.0),
+        ("<reasoning>a</reasoning><answer>. 7</answer>", 1.0, 1.0),  # one digit is content
+        ("<reasoning>数学</reasoning><answer>٧٢</answer>", 1.0, 1.0),  # letters and digits of any script
+        ("<reasoning>why<answer>72</answer>", 0.75, 0.0),  # unclosed: the body runs to the next tag
+        ("<reasoning><answer>72</answer>", 0.5, 0.0),
+        ("thinking</reasoning><answer>72</answer>", 0.75, 0.0),  # the opening tag was in the prompt
+        ("</reasoning><answer>72</answer>", 0.5, 0.0),
+        ("<reasoning>x</reasoning><answer>72", 0.748, 0.0),  # "72" trails the last tag found
+        ("<reasoning>x</reasoning><answer>", 0.5, 0.0),
+        ("<REASONING>x</REASONING><ANSWER>1</ANSWER>", 0.0, 0.0),  # tags are case-sensitive, like extract_answer
+        ('<reasoning type="x">a</reasoning><answer id="1">3</answer>', 0.5, 0.0),  # closing tags only
+        ("<reasoning>x</reasoning><answer><reasoning>y</reasoning></answer>", 0.875, 0.0),  # nested: duplicates
+        ("<reasoning>a < b</reasoning><answer>x<y>z</answer>", 1.0, 1.0),  # "<" in a body is fine
+    ],
+)
+def test_format_credit_needs_a_body(text: str, fmt: float, strict: float) -> None:
+    assert common.format_score(text) == pytest.approx(fmt)
+    assert rewards.REWARD_FUNCS["format_strict"](completions=[text]) == [strict]
+
+
 def test_length_reward_dapo_shape() -> None:
     length = rewards.build_reward("length", rewards.RewardSettings(100))  # buffer: a quarter of the budget
     assert (length.__name__, length.max_len, length.buffer) == ("length", 100, 25)
@@ -168,8 +216,13 @@ def test_repetition() -> None:
     rep = rewards.REWARD_FUNCS["repetition"]
     loop = "the answer is 72 " * 50
     varied = "First we halve 48 to get 24 clips sold in May, then add both months to get 72 in total."
-    a, b, c = rep(completions=[loop, varied, ""])
-    assert a < -0.9 and b == 0.0 and c == 0.0
+    a, b, c, d = rep(completions=[loop, varied, "72", chat(GOOD)])
+    assert a < -0.9 and b == c == d == 0.0  # a short answer is not repetitive
+
+
+@pytest.mark.parametrize("text", ["", "   ", "\n\t \u200b\u00a0\ufeff\u3000", "...?!", "<answer></answer>", None])
+def test_repetition_gives_an_empty_completion_the_worst_score(text: object) -> None:
+    assert rewards.REWARD_FUNCS["repetition"](completions=[text]) == [-1.0]
 
 
 def test_unknown_kwargs_and_prompts_accepted() -> None:
@@ -224,6 +277,12 @@ HOSTILE_100K = [
     "<reasoning>x</reasoning>" + " <answer>" * 9_000,
     "<reasoning>" * 9_000,
     "a b c " * 20_000,
+    "<" * 100_000,
+    "<reasoning>" + "<a" * 50_000,
+    "<reasoning>" + "\u200b" * 99_000 + "</reasoning><answer>1</answer>",
+    "<reasoning>" + "<b>" * 33_000 + "</reasoning><answer>",
+    "<reasoning>x</reasoning><answer>" + "<answer" * 14_000,
+    "<reasoning>" + "<reasoning x>" * 7_000 + "</reasoning>",
 ]
 
 
@@ -235,3 +294,59 @@ def test_shared_rewards_are_linear_on_hostile_text(text: str) -> None:
         out = func(completions=[text, text * 2])
         assert len(out) == 2 and all(isinstance(v, float) for v in out)
     assert time.perf_counter() - start < 1.0  # measured worst ~0.05 s; x20 margin for a loaded machine
+
+
+# ------------------------------------------------------------------------------- what an empty answer earns
+
+ROOT = Path(__file__).resolve().parent.parent
+EMPTY_ANSWERS = ["", "<reasoning></reasoning><answer></answer>", "<reasoning> </reasoning>\n<answer>\u200b</answer>"]
+EMPTY_BOUND = 0.0  # an empty answer earns nothing under any mix (the README table states how much less)
+MIX_ROW = re.compile(r"^\| ([\w-]+) \| (\w+ [\d.]+(?:, \w+ [\d.]+)*) \| (-?[\d.]+) \|", re.M)
+
+
+def readme_mixes() -> dict[str, tuple[list[str], list[float], float]]:
+    """Every reward mix of the task, as the README's table states it: names, weights, what an empty answer earns."""
+    out = {}
+    for mix, pairs, empty in MIX_ROW.findall((ROOT / "README.md").read_text(encoding="utf-8")):
+        names, weights = zip(*(pair.rsplit(" ", 1) for pair in pairs.split(", ")), strict=True)
+        out[mix] = (list(names), [float(w) for w in weights], float(empty))
+    return out
+
+
+def test_the_configs_use_a_mix_of_the_readme_table() -> None:
+    mixes = [(names, weights) for names, weights, _ in readme_mixes().values()]
+    assert len(mixes) >= 2
+    for path in sorted((ROOT / "configs").glob("*.yaml")):
+        config = yaml.safe_load(path.read_text(encoding="utf-8"))
+        assert (config["reward_funcs"], config["reward_weights"]) in mixes, path.name
+
+
+@pytest.fixture(scope="module")
+def mix_rewards():
+    """Every reward any mix names, built as a run builds it (the task's default settings)."""
+    task = mod("task")
+    names = {name for names, _, _ in readme_mixes().values() for name in names}
+    try:
+        built = {name: rewards.build_reward(name, rewards.RewardSettings(256, task.TaskArguments())) for name in names}
+    except task.ERRORS as error:  # e.g. the code sandbox without bubblewrap
+        pytest.skip(str(error))
+    yield built
+    for reward in built.values():
+        getattr(reward, "close", lambda: None)()
+
+
+def total(built: dict, names: list[str], weights: list[float], completion: str, row: dict) -> float:
+    """TRL's reward for one completion: the weighted sum, a None (not applicable) counting as nothing."""
+    columns = {key: [value] for key, value in row.items()}
+    scores = [built[name](prompts=[row.get("question")], completions=[completion], **columns)[0] for name in names]
+    return sum(w * v for v, w in zip(scores, weights, strict=True) if v is not None)
+
+
+@pytest.mark.parametrize("mix", sorted(readme_mixes()))
+def test_an_empty_answer_earns_nothing_under_every_mix(mix_rewards, mix: str) -> None:
+    names, weights, stated = readme_mixes()[mix]
+    row = sample_rows()[0]
+    right = total(mix_rewards, names, weights, mod("task").gold_completion(row), row)
+    empty = [total(mix_rewards, names, weights, text, row) for text in EMPTY_ANSWERS]
+    assert max(empty) <= EMPTY_BOUND < right
+    assert empty == [pytest.approx(stated)] * len(EMPTY_ANSWERS)  # what the README's table says

@@ -2,7 +2,8 @@
 
 The model is asked to think inside ``<reasoning>...</reasoning>`` and then give its final answer inside
 ``<answer>...</answer>``. The final answer is the *last* ``<answer>`` block. Because the system prompt and the
-format rewards are both derived from :data:`FORMAT`, they cannot drift apart.
+format rewards are both derived from :data:`FORMAT`, they cannot drift apart. A tag earns format credit only when
+its body :func:`has_content`.
 
 Stdlib only: the post-generation quick smoke imports this module in cookiecutter's own interpreter.
 """
@@ -14,6 +15,15 @@ from dataclasses import dataclass
 
 # Completions longer than this are cut before any regex work, so every parser here runs in bounded time.
 MAX_COMPLETION_CHARS = 100_000
+
+_TAG = re.compile(r"<[^<>]*>")  # linear: each match attempt stops at the next "<"
+_ALNUM = re.compile(r"[^\W_]")  # a letter or digit of any script (what str.isalnum accepts)
+
+
+def has_content(text: str) -> bool:
+    """Whether ``text`` has a letter or digit (any script) outside angle-bracket tags. Whitespace, zero-width and
+    no-break spaces, punctuation and tags alone (``<answer>``, ``<b></b>``) are not content."""
+    return _ALNUM.search(_TAG.sub("", text)) is not None
 
 
 @dataclass(frozen=True)
@@ -43,12 +53,12 @@ class AnswerFormat:
         )
 
     def strict_pattern(self) -> re.Pattern[str]:
-        """The whole completion is exactly the tags in order, whitespace between them allowed; no tag opens or
-        closes again inside its own block."""
+        """The whole completion is exactly the tags in order, whitespace between them allowed; no tag of the format
+        opens or closes inside a block (``<answer><reasoning>..</reasoning></answer>`` is not the format). The
+        match's ``groups()`` are the tag bodies, in order (``format_strict`` checks each :func:`has_content`)."""
+        marker = "|".join(re.escape(m) for t in self.tags for m in (self.open(t), self.close(t)))
         body = r"\s*".join(
-            rf"{re.escape(self.open(t))}(?:(?!{re.escape(self.open(t))}|{re.escape(self.close(t))}).)*"
-            rf"{re.escape(self.close(t))}"
-            for t in self.tags
+            rf"{re.escape(self.open(t))}((?:(?!{marker}).)*){re.escape(self.close(t))}" for t in self.tags
         )
         return re.compile(rf"\A\s*{body}\s*\Z", re.DOTALL)
 

@@ -8,14 +8,17 @@ raise and always return one score per completion.
 
 Shared rewards and ranges:
 
-* ``format`` in [0, 1]: incremental credit for the tags of :data:`FORMAT`, see :func:`format_reward`.
-* ``format_strict`` in {0, 1}: 1 iff the whole completion matches ``FORMAT.strict_pattern()``.
+* ``format`` in [0, 1]: incremental credit for the tags of :data:`FORMAT`, see :func:`format_score`.
+* ``format_strict`` in {0, 1}: 1 iff the whole completion matches ``FORMAT.strict_pattern()``, every body with
+  content (``answer_format.has_content``: a letter or digit outside tags).
 * ``length`` in [-1, 0]: DAPO soft overlong punishment on token counts, see :class:`LengthReward`.
-* ``repetition`` in [-1, 0]: minus the fraction of repeated word n-grams, see :func:`repetition_reward`.
+* ``repetition`` in [-1, 0]: minus the fraction of repeated word n-grams (-1 for a text with no content), see
+  :func:`repetition_score`.
 
 Time: completions are cut at ``MAX_COMPLETION_CHARS``; every scan here is linear on that (``str.find``/``count``,
-one ``\\S+`` pass, and the strict pattern, anchored at the start, whose tag bodies stop at the next opening tag), so
-a call takes tens of milliseconds at most (measured on 100k-character texts built to make them backtrack).
+one ``\\S+`` pass, the strict pattern, anchored at the start, whose tag bodies stop at the next tag of the format, and
+``has_content``'s two passes, whose tag pattern stops at the next ``<``), so a call takes tens of milliseconds at
+most (measured on 100k-character texts built to make them backtrack).
 
 Stdlib only at module level: the post-generation quick smoke imports this in cookiecutter's interpreter.
 """
@@ -28,7 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from ..answer_format import FORMAT, MAX_COMPLETION_CHARS, AnswerFormat
+from ..answer_format import FORMAT, MAX_COMPLETION_CHARS, AnswerFormat, has_content
 
 RewardFunc = Callable[..., list[float | None]]
 F = TypeVar("F", bound=Callable[..., Any])
@@ -182,10 +185,12 @@ def format_score(text: str, fmt: AnswerFormat = FORMAT) -> float:
 
     For each tag of ``fmt`` (in order) a completion earns ``1 / (2 * len(tags))`` for the opening tag and the same
     for its closing tag, each looked for after the previous marker found (so ``<answer>`` placed before
-    ``<reasoning>`` earns nothing, and a completion with only the answer block earns half). Each tag is expected
-    once: a tag that occurs more than once costs a quarter of its share. Text after the last closing tag costs up
-    to 0.25 (0.001 per character), so "answer then ramble" is always worth less than a clean finish.
-    Empty or non-text input scores 0.
+    ``<reasoning>`` earns nothing, and a completion with only the answer block earns half). A tag whose body (from
+    its opening tag, or the previous marker when that is missing, to its closing tag, or the next tag's opening
+    when that is missing) has no :func:`has_content` earns nothing: ``<answer> </answer>`` is not an answer. Each
+    tag is expected once: a tag that occurs more than once costs a quarter of its share. Text after the last
+    closing tag costs up to 0.25 (0.001 per character), so "answer then ramble" is always worth less than a clean
+    finish. Empty or non-text input scores 0.
     """
     if not text:
         return 0.0
@@ -193,12 +198,19 @@ def format_score(text: str, fmt: AnswerFormat = FORMAT) -> float:
     score = 0.0
     pos = 0
     last_end = -1
-    for tag in fmt.tags:
-        for marker in (fmt.open(tag), fmt.close(tag)):
-            idx = text.find(marker, pos)
+    for i, tag in enumerate(fmt.tags):
+        opened = text.find(fmt.open(tag), pos)
+        start = pos if opened < 0 else opened + len(fmt.open(tag))
+        closed = text.find(fmt.close(tag), start)
+        end = closed
+        if end < 0:  # unclosed: the body runs to the next tag's opening, or to the end
+            following = text.find(fmt.open(fmt.tags[i + 1]), start) if i + 1 < len(fmt.tags) else -1
+            end = following if following >= 0 else len(text)
+        credit = share if has_content(text[start:end]) else 0.0
+        for marker, idx in ((fmt.open(tag), opened), (fmt.close(tag), closed)):
             if idx < 0:
                 continue  # missing (or out of order): no credit, later markers are still looked for
-            score += share
+            score += credit
             if text.count(marker) > 1:
                 score -= share / 4
             pos = idx + len(marker)
@@ -220,8 +232,10 @@ _STRICT = FORMAT.strict_pattern()
 
 @per_completion("format_strict")
 def format_strict_reward(text: str) -> float:
-    """1.0 iff the whole completion is exactly the tags of ``FORMAT`` in order (whitespace between), else 0.0."""
-    return 1.0 if text and _STRICT.match(text) else 0.0
+    """1.0 iff the whole completion is exactly the tags of ``FORMAT`` in order (whitespace between), each body with
+    :func:`has_content`, else 0.0."""
+    match = _STRICT.match(text) if text else None
+    return 1.0 if match and all(has_content(body) for body in match.groups()) else 0.0
 
 
 # --------------------------------------------------------------------------------------------------- length
@@ -283,9 +297,12 @@ _WORD = re.compile(r"\S+")
 def repetition_score(text: str, n: int = REPETITION_NGRAM) -> float:
     """Minus the fraction of word n-grams that repeat an earlier n-gram, in [-1, 0].
 
-    Words are whitespace tokens, lower-cased. Texts with fewer than ``n + 1`` words score 0. A text that is one
-    phrase looped many times tends to -1.
+    Words are whitespace tokens, lower-cased. A text without :func:`has_content` (empty, whitespace, only tags)
+    scores -1, the worst; other texts with fewer than ``n + 1`` words score 0. A text that is one phrase looped many
+    times tends to -1.
     """
+    if not has_content(text):
+        return -1.0
     words = [w.lower() for w in _WORD.findall(text)]
     total = len(words) - n + 1
     if total < 2:

@@ -6,7 +6,8 @@ Run from the project root: ``python benchmarks/bench_json_reward.py [--n 2000]``
    wrong values, schema-invalid, ``{}`` and no JSON at all, in groups of 8 per row as GRPO sends them.
    The same documents validated in-process with jsonschema (no time bound, the way the reward worked before it
    validated in a killable worker) give the baseline; the ratio is printed.
-2. Worst single-call latency over huge inputs (10^5 brackets, megabytes of text, deep nesting, many documents).
+2. Worst single-call latency over huge inputs (10^5 brackets, megabytes of text, deep nesting, many documents,
+   duplicate keys).
 3. Worst single-call latency over pathological schemas (catastrophic ``pattern``/``patternProperties``,
    ``uniqueItems`` over thousands of objects, a recursive ``$ref`` under ``anyOf``) against the documented bound
    ``VALIDATE_TIMEOUT_S`` + a worker start.
@@ -39,6 +40,8 @@ HUGE = [
     "```" + " " * 49_000 + "x",
     "```json\n" * 6_000,
     "[1, " * 60 + "x" * 49_000,
+    '{"name": 1, "name": 2} ' * 2_100,
+    "{" + '"k": 1, ' * 6_000 + '"k": 1}',
 ]
 _BRANCH = {"type": "array", "items": {"$ref": "#/$defs/n"}}
 RECURSIVE = {"$defs": {"n": {"anyOf": [_BRANCH, {**_BRANCH, "minItems": 1}]}}, "$ref": "#/$defs/n"}

@@ -172,6 +172,10 @@ def test_schema_check_is_cached() -> None:
         "```json\n" * 6_000,
         "[1, " * 60 + "x" * 49_000,  # every decode start reads to the end and fails
         '{"a": [1, 2] ' * 3_500,
+        '{"name": 1, "name": 2} ' * 2_100,  # every document has a duplicate key
+        "{" + '"k": 1, ' * 6_000 + '"k": 1}',  # one wide object, its duplicate last
+        "[" + '{"a": 1, "a": 1}, ' * 2_500 + "1]",
+        '{"a":' * 60 + '{"b": 1, "b": 1}' + "}" * 60,
     ],
 )
 def test_huge_and_deep_inputs_are_bounded(body: str) -> None:
@@ -374,3 +378,63 @@ def test_brackets_in_strings_neither_hide_depth_nor_refuse_a_document() -> None:
     assert one(wrap(gold), schema, gold) == 1.0
     deep = '{"s": ' + '["]",' * 500 + "1" + "]" * 500 + "}"
     assert json_task.score(wrap(deep), schema, gold) == 0.0  # refused, no RecursionError
+
+
+# ------------------------------------------------------------------------------ duplicate keys
+
+HEDGE = '"name": "Bob", "name": "Ann Lee", "age": 31, "role": "admin", "tags": ["x", "y"]'  # Python keeps the last
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "{" + HEDGE + "}",
+        '{"name": "Ann Lee", "name": "Ann Lee", "age": 31, "role": "admin", "tags": ["x", "y"]}',  # even when equal
+        '{"name": "Ann Lee", "age": 31, "role": "admin", "tags": ["x", "y"], "\\u006eame": "Ann Lee"}',  # unescaped
+        "```json\n{" + HEDGE + "}\n```",
+        'The document: {"name": "Ann Lee", "age": 30, "age": 31, "role": "admin", "tags": ["x", "y"]} done.',
+    ],
+)
+def test_a_duplicate_key_makes_the_document_score_zero(body: str) -> None:
+    assert one(wrap(body)) == 0.0 and one(body) == 0.0
+
+
+def test_duplicate_keys_at_any_depth() -> None:
+    schema = json.dumps({"type": "object"})
+    gold = {"person": {"name": "Ann"}, "events": [{"id": 1}, {"id": 2}]}
+    assert one(wrap(json.dumps(gold)), schema, json.dumps(gold)) == 1.0
+    for body in [
+        '{"person": {"name": "Bob", "name": "Ann"}, "events": [{"id": 1}, {"id": 2}]}',  # nested object
+        '{"person": {"name": "Ann"}, "events": [{"id": 1}, {"id": 3, "id": 2}]}',  # an object in an array
+        '{"person": {"name": "Ann"}, "events": [{"id": 1}, {"id": 2}], "x": {"y": [{"z": 1, "\\u007a": 1}]}}',
+    ]:
+        assert one(wrap(body), schema, json.dumps(gold)) == 0.0, body
+
+
+def test_a_duplicate_key_document_is_skipped_like_a_broken_one() -> None:
+    """It yields no piece of itself, and the last valid document before it is the answer: a hedge never helps. A row
+    whose gold or schema has a duplicate key is not applicable."""
+    wrong = '{"name": "Bob", "age": 31, "role": "admin", "tags": ["x", "y"]}'
+    assert one(wrap(wrong + " {" + HEDGE + "}")) == one(wrap(wrong)) < 1.0
+    assert one(wrap("[{" + HEDGE + "}]")) == 0.0
+    assert one(wrap(GOLD), gold='{"name": "Ann Lee", "name": "Bob"}') is None
+    assert one(wrap(GOLD), schema='{"type": "object", "type": "array"}') is None
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        ('{"name": "Ann Lee", "age": NaN, "role": "admin"}', 0.0),
+        ('{"name": "Ann Lee", "age": -Infinity, "role": "admin"}', 0.0),
+        ('{"name": "Ann Lee", "age": 1e999, "role": "admin"}', json_task.SCORE_INVALID),  # a float (inf): not an int
+        ('{"name": "Ann Lee", "age": ' + "9" * 4_301 + ', "role": "admin"}', 0.0),  # over Python's int digit limit
+        ("{'name': 'Ann Lee', 'age': 31, 'role': 'admin', 'tags': ['x', 'y']}", 0.0),
+        ('{"name": "Ann Lee", "age": 31, "role": "admin", "tags": ["x", "y"],}', 0.0),
+        (('{"n": ' + "9" * 4_301 + "} ") * 11, 0.0),
+    ],
+)
+def test_not_quite_json_scores_as_before_and_fast(body: str, expected: float) -> None:
+    one(wrap(GOLD))  # the worker is started
+    start = time.perf_counter()
+    assert one(wrap(body)) == expected
+    assert time.perf_counter() - start < 0.3

@@ -24,7 +24,9 @@ as a 100-way ``oneOf`` over a 50k-character list, go to the worker too).
 
 Equality with the gold ``answer``: key order is irrelevant, array order matters, strings compare exactly, numbers
 compare by value (``1 == 1.0``; JSON does not distinguish them), but booleans are not numbers (``true != 1``).
-``NaN``/``Infinity`` (which Python's json accepts) are not JSON and are not extracted.
+``NaN``/``Infinity`` (which Python's json accepts) are not JSON and are not extracted, and neither is a document
+with a duplicate key at any depth (``{"age": 30, "age": 31}``: Python's json keeps the last value, so a hedge
+would be scored by its last guess); such a document is skipped like any broken one.
 
 Score (``correctness`` in [0, 1], or None):
 
@@ -34,8 +36,8 @@ Score (``correctness`` in [0, 1], or None):
   leaves in the prediction): at most 0.9, and padding the document with extra fields lowers F. ``{}`` earns no
   leaf credit;
 * 1.0 — schema-valid and equal to the gold.
-* None — the row's gold or schema is missing/unparseable/not a valid schema, or jsonschema is not installed
-  (a score without validation would be a false 0/1).
+* None — the row's gold or schema is missing/unparseable (duplicate keys and ``NaN`` count)/not a valid
+  schema, or jsonschema is not installed (a score without validation would be a false 0/1).
 
 Time bound (any input, any thread): the searched text is cut at ``MAX_JSON_CHARS``; text whose bracket nesting
 (outside strings) exceeds ``MAX_DEPTH`` is refused before any decoding, and so is a decoded document nested
@@ -82,7 +84,16 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
-_DECODER = json.JSONDecoder(parse_constant=_reject_constant)  # strict JSON: no NaN / Infinity
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object's dict, refusing a key that occurs twice (compared after unescaping: ``"a"`` and ``"\\u0061"``)."""
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        raise ValueError("duplicate key")
+    return obj
+
+
+# strict JSON: no NaN / Infinity, no duplicate keys (Python's json would keep the last one)
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant, object_pairs_hook=_unique_keys)
 _MISSING = object()
 
 
@@ -288,7 +299,7 @@ WORKER = TimedWorker(Path(__file__).with_name("json_schema_worker.py"), start_ti
 def schema_usable(schema_text: str) -> bool | None:
     """Whether ``schema_text`` is a usable schema (cached); None when jsonschema is unavailable in the worker."""
     try:
-        if not isinstance(json.loads(schema_text), (dict, bool)):
+        if not isinstance(_DECODER.decode(schema_text), (dict, bool)):
             return False
     except (ValueError, RecursionError):
         return False
@@ -325,7 +336,7 @@ def validate(schema_text: str, doc: Any) -> bool | str | None:
 @lru_cache(maxsize=8192)
 def _parse_gold(gold_text: str) -> tuple[bool, Any]:
     try:
-        return True, json.loads(gold_text)
+        return True, _DECODER.decode(gold_text)
     except (ValueError, RecursionError):
         return False, None
 
