@@ -14,13 +14,22 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import queue
+import re
 import shutil
 import subprocess
 import sys
+import tempfile
+import threading
+import time
 from pathlib import Path
 
 TASKS_DIR = "_tasks"  # one folder per task, laid out like the project; names starting with "_" stay behind
-SMOKE_TIMEOUT_S = 900
+SMOKE_TIMEOUT_S = 900  # grows with the step rate the training reports (run_step)
+STALL_S = 600.0  # a step that prints nothing for this long has hung
+PROGRESS_EVERY_S = 10.0  # without a terminal, one progress line this often
+PROGRESS = re.compile(r"train: step (\d+)/(\d+)")
+PROGRESS_PREFIXES = ("train: step", "format priming step")
 CPU_TORCH_INDEX = "https://download.pytorch.org/whl/cpu"  # the CPU build (PyPI's Linux torch is the CUDA one)
 
 
@@ -60,24 +69,81 @@ def training_python(root: Path) -> str | None:
     return None
 
 
-def run_step(name: str, command: list[str], root: Path, timeout: float, show: str = "") -> bool:
-    """Run one smoke step in the project; print its stdout (only the lines starting with ``show`` when given)."""
+def run_step(name: str, command: list[str], root: Path, timeout: float, show: tuple[str, ...] = ()) -> bool:
+    """Run one smoke step in the project and stream its stdout (only the lines starting with one of ``show``, when
+    given). The step fails after ``timeout`` seconds, or later when its ``train: step N/M`` lines project a longer
+    run (a slow machine gets the time its own step rate needs), or after ``STALL_S`` seconds without a line."""
     print(f"smoke: {name}: {' '.join(command)}", flush=True)
-    try:
-        env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}  # leave no __pycache__ behind in the new project
-        done = subprocess.run(command, check=False, cwd=root, env=env, capture_output=True, text=True,
-                              timeout=timeout)
-    except subprocess.TimeoutExpired:
-        print(f"SMOKE FAILED at step '{name}': no result after {timeout:.0f} s")
-        return False
-    lines = [line for line in done.stdout.rstrip().splitlines() if line.startswith(show)]
-    if lines:
-        print("\n".join(lines))
-    if done.returncode != 0:
-        tail = "\n".join((done.stderr or "").strip().splitlines()[-15:])
-        print(f"SMOKE FAILED at step '{name}' (exit {done.returncode}):\n{tail}")
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}  # leave no __pycache__ behind in the new project
+    with tempfile.TemporaryFile("w+") as stderr:
+        process = subprocess.Popen(command, cwd=root, env=env, stdout=subprocess.PIPE, stderr=stderr, text=True)
+        lines: queue.Queue[str | None] = queue.Queue()
+        threading.Thread(target=_pump, args=(process.stdout, lines), daemon=True).start()
+        try:
+            ended = _follow(lines, timeout, show)
+        except KeyboardInterrupt:  # the step got the same Ctrl-C: training saves a checkpoint and says how to resume
+            process.wait(timeout=STALL_S)
+            stderr.seek(0)
+            print(f"\nsmoke: {name}: {(stderr.read().strip().splitlines() or ['interrupted'])[-1]}", flush=True)
+            return False
+        if not ended:
+            process.kill()
+            process.wait()
+            print(f"SMOKE FAILED at step '{name}': no result after {timeout:.0f} s or no output for {STALL_S:.0f} s")
+            return False
+        process.wait()
+        stderr.seek(0)
+        tail = "\n".join(stderr.read().strip().splitlines()[-15:])
+    if process.returncode != 0:
+        print(f"SMOKE FAILED at step '{name}' (exit {process.returncode}):\n{tail}")
         return False
     return True
+
+
+def _pump(stream, lines: queue.Queue) -> None:
+    for line in stream:
+        lines.put(line.rstrip("\n"))
+    lines.put(None)
+
+
+def _follow(lines: queue.Queue, timeout: float, show: tuple[str, ...]) -> bool:
+    """Print the step's lines until its output ends (True) or its deadline passes (False). On a terminal, progress
+    lines overwrite each other; elsewhere one is printed every ``PROGRESS_EVERY_S`` seconds."""
+    started = time.monotonic()
+    deadline = started + timeout
+    first: tuple[float, int] | None = None  # (time, step) of the first training progress line
+    printed = 0.0
+    live = sys.stdout.isatty()
+    while True:
+        now = time.monotonic()
+        try:
+            line = lines.get(timeout=max(0.0, min(STALL_S, deadline - now)))
+        except queue.Empty:
+            return False
+        now = time.monotonic()
+        if line is None:
+            if live and printed:
+                print(flush=True)
+            return True
+        step = PROGRESS.match(line)
+        if step:
+            done, total = int(step.group(1)), int(step.group(2))
+            first = first or (now, done)
+            if done > first[1]:  # projected end from the measured rate, with room for the save and a slow spell
+                rest = (now - first[0]) / (done - first[1]) * (total - done)
+                deadline = max(deadline, now + 2 * rest + 120)
+        if show and not line.startswith(show):
+            continue
+        if line.startswith(PROGRESS_PREFIXES):
+            if live:
+                print(f"\r\033[K{line}", end="", flush=True)
+                printed = now
+            elif now - printed >= PROGRESS_EVERY_S:
+                print(line, flush=True)
+                printed = now
+            continue
+        print(("\n" if live and printed else "") + line, flush=True)
+        printed = 0.0 if live else printed
 
 
 def smoke(root: Path, context: dict) -> bool:
@@ -99,7 +165,7 @@ def smoke(root: Path, context: dict) -> bool:
         return True
     # of train.py's output, only its health verdict and the rise of correctness it rests on (health.py)
     return run_step("smoke training", [python, "train.py", "--config", "configs/smoke.yaml"], root, SMOKE_TIMEOUT_S,
-                    show="health:")
+                    show=("health:", *PROGRESS_PREFIXES))
 
 
 def next_path(root: Path, environ=os.environ) -> str:

@@ -113,6 +113,10 @@ def test_bake(cookies, combo):
                           capture_output=True, text=True, check=False)
     assert ruff.returncode == 0, ruff.stdout[-3000:]
 
+    train_block = (root / "README.md").read_text().split("## Train", 1)[1].split("```", 2)[1]
+    default_run = next(line for line in train_block.splitlines() if "the default preset" in line)
+    multi = combo["gpu"] == "8x80gb"  # one node of 8 GPUs: launched, never a single `python train.py`
+    assert default_run.startswith("scripts/launch_colocate.sh" if multi else "python train.py"), default_run
     package_init = (root / package / "__init__.py").read_text()
     assert f'DEFAULT_CONFIG = "configs/{combo["gpu"]}.yaml"' in package_init
     mix = task_settings(combo["task"]).reward_mixes[combo["reward_mix"]]

@@ -3,6 +3,7 @@
 import importlib.util
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -159,17 +160,45 @@ def test_full_smoke_without_torch_prints_the_command(tmp_path, defaults, capsys,
     assert "pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu" in out
 
 
-def test_full_smoke_prints_only_the_training_runs_health_line(tmp_path, defaults, capsys, monkeypatch):
+def fake_training(tmp_path, defaults, body: str) -> None:
+    """A project whose quick self-check passes and whose train.py is ``body``."""
     (tmp_path / "_tasks" / defaults["task"] / "grpo_reasoner").mkdir(parents=True)
     (tmp_path / "_tasks" / defaults["task"] / "grpo_reasoner" / "__init__.py").write_text("")
     (tmp_path / "_tasks" / defaults["task"] / "grpo_reasoner" / "selfcheck.py").write_text("print('[ok] fine')\n")
-    (tmp_path / "train.py").write_text("print({'loss': 0.1})\nprint('health: learning: rewards/correctness/mean "
-                                       "0.100 -> 0.500 (+0.400)')\n")
+    (tmp_path / "train.py").write_text("import sys, time\n" + body)
+
+
+def test_full_smoke_streams_progress_and_the_health_line_not_the_metrics(tmp_path, defaults, capsys, monkeypatch):
+    fake_training(tmp_path, defaults, "print('format priming step 1/10: loss 2.0', flush=True)\n"
+                  "for step in range(1, 4):\n    print(f'train: step {step}/3 | correctness 0.1', flush=True)\n"
+                  "print({'loss': 0.1})\nprint('health: learning: rewards/correctness/mean 0.100 -> 0.500 (+0.400)')\n")
     monkeypatch.setattr(post, "training_python", lambda root: sys.executable)
     assert post.main({**defaults, "smoke_test": "full"}, root=tmp_path) == 0
     out = capsys.readouterr().out
     assert "[ok] fine" in out and "health: learning: rewards/correctness/mean 0.100 -> 0.500 (+0.400)" in out
-    assert "'loss'" not in out
+    assert "format priming step 1/10" in out  # progress, at most one line per PROGRESS_EVERY_S without a terminal
+    assert "train: step 2/3" not in out and "'loss'" not in out
+
+
+def test_full_smoke_gives_a_slow_machine_the_time_its_step_rate_needs(tmp_path, defaults, capsys, monkeypatch):
+    fake_training(tmp_path, defaults, "for step in range(1, 7):\n"
+                  "    print(f'train: step {step}/6', flush=True)\n    time.sleep(0.5)\nprint('health: learning')\n")
+    monkeypatch.setattr(post, "training_python", lambda root: sys.executable)
+    monkeypatch.setattr(post, "SMOKE_TIMEOUT_S", 1.5)  # less than the 3 s its 6 steps take
+    assert post.main({**defaults, "smoke_test": "full"}, root=tmp_path) == 0
+    out = capsys.readouterr().out
+    assert "health: learning" in out and "SMOKE FAILED" not in out
+
+
+def test_full_smoke_fails_a_step_that_stops_printing(tmp_path, defaults, capsys, monkeypatch):
+    fake_training(tmp_path, defaults, "print('train: step 1/6', flush=True)\ntime.sleep(30)\n")
+    monkeypatch.setattr(post, "training_python", lambda root: sys.executable)
+    monkeypatch.setattr(post, "STALL_S", 1.0)
+    started = time.monotonic()
+    assert post.main({**defaults, "smoke_test": "full"}, root=tmp_path) == 0
+    assert time.monotonic() - started < 20
+    out = capsys.readouterr().out
+    assert "SMOKE FAILED at step 'smoke training': no result after 900 s or no output for 1 s" in out
 
 
 def test_hook_sources_take_answers_only_as_data():

@@ -23,7 +23,7 @@ NEEDED = ["model.safetensors", *RESUME_FILES]  # a checkpoint without any one of
 # Warnings the project itself caused (a deprecated config field, a tied tiny model's resume); TRL's own use of
 # transformers' deprecated `is_gradient_checkpointing` is not ours to remove.
 AVOIDABLE = ["`gradient_checkpointing` is deprecated", "`gradient_checkpointing_enable` is deprecated",
-             "missing keys in the checkpoint"]
+             "`is_gradient_checkpointing` is deprecated", "missing keys in the checkpoint"]
 
 
 @pytest.fixture(scope="module")

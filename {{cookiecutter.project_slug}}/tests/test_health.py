@@ -117,7 +117,7 @@ def test_callback_warns_once_per_condition_and_writes_health_json(tmp_path):
     stream = io.StringIO()
     monitor = health.HealthMonitor(CONFIG, stream=stream)
     full = log(**CONDITIONS["entropy_collapse"])
-    state = SimpleNamespace(is_world_process_zero=True, log_history=[])
+    state = SimpleNamespace(is_world_process_zero=True, log_history=[], global_step=len(full), max_steps=len(full))
     args = SimpleNamespace(output_dir=str(tmp_path / "out"))
     for entry in full:
         state.log_history.append(entry)

@@ -206,6 +206,10 @@ class HealthMonitor(TrainerCallback):
     def on_train_end(self, args, state, control, **kwargs):
         if not state.is_world_process_zero:
             return
+        if 0 < state.global_step < state.max_steps:  # stopped early (Ctrl-C): the rerun judges the whole run
+            line = f"health: no verdict at step {state.global_step} of {state.max_steps}"
+            print(line, file=self.stream or sys.stdout, flush=True)
+            return
         result = report(state.log_history, self.config, self.beta, self.fired)
         path = write(result, args.output_dir)
         print(summary(result, path), file=self.stream or sys.stdout, flush=True)

@@ -7,11 +7,15 @@ hyperparameter lives in the YAML config (see ``config.py``).
 from __future__ import annotations
 
 import os
+import shlex
 import sys
+import warnings
 
+from transformers import PrinterCallback, ProgressCallback
 from trl import GRPOConfig, ModelConfig
 
 from . import checkpoints, config, data, difficulty, distributed, health, hub, memory, model, priming, task, tiny
+from .progress import Interrupt, ProgressLine
 from .rewards import RewardSettings, build_reward_funcs
 
 
@@ -93,9 +97,20 @@ def main(
     if (monitor := health.monitor_from_args(script_args, training_args.beta)) is not None:
         trainer.add_callback(monitor)  # warnings while training, health.json at the end (see health.py)
 
+    for printer in (ProgressCallback, PrinterCallback):  # one compact line per logging step instead
+        trainer.remove_callback(printer)
+    trainer.add_callback(ProgressLine())
+    interrupt = Interrupt().install(trainer.accelerator.num_processes)
+    trainer.add_callback(interrupt)
     if checkpoint:
         trainer.accelerator.print(f"resuming from {checkpoint}")
-    trainer.train(resume_from_checkpoint=checkpoint)
+    try:
+        trainer.train(resume_from_checkpoint=checkpoint)
+    finally:
+        interrupt.uninstall()
+    if interrupt.stopped_at is not None:
+        raise Interrupted(f"interrupted at step {interrupt.stopped_at}: saved "
+                          f"{os.path.join(training_args.output_dir, f'checkpoint-{interrupt.stopped_at}')}")
     print(f"rank {trainer.accelerator.process_index}: finished at step {trainer.state.global_step}", flush=True)
     distributed.save_final_model(trainer, training_args.output_dir)  # checks the weights are on disk
 
@@ -118,6 +133,10 @@ def finished(checkpoint: str, training_args: GRPOConfig) -> bool:
     return True
 
 
+class Interrupted(Exception):
+    """Ctrl-C stopped the run after saving a checkpoint (progress.Interrupt)."""
+
+
 def one_line(error: BaseException) -> str:
     text = str(error).strip()
     return f"error: {text.splitlines()[0] if text else type(error).__name__}"
@@ -132,7 +151,9 @@ def check_sources(script_args: config.GRPOScriptArguments, model_args: ModelConf
 
 def cli(argv: list[str]) -> None:
     """Parse, check and train; a bad config, bad data or an unreachable hub id ends with one line that says what to
-    fix, found before the data loads (config), before priming and the model (data)."""
+    fix, found before the data loads (config), before priming and the model (data). Ctrl-C ends with one line too."""
+    # transformers 5.24 renamed gradient to activation checkpointing; TRL 1.16 still reads the old property
+    warnings.filterwarnings("ignore", message="`is_gradient_checkpointing` is deprecated", category=FutureWarning)
     try:
         script_args, training_args, model_args, task_args = config.parse_args(argv)
         config.check_arguments(script_args, training_args)
@@ -140,7 +161,15 @@ def cli(argv: list[str]) -> None:
         check_sources(script_args, model_args)
     except (ValueError, FileNotFoundError) as error:
         sys.exit(one_line(error))
+    rerun = shlex.join(["python", "train.py", *argv])
     try:
         main(script_args, training_args, model_args, task_args)
     except (data.DataError, distributed.SaveError, checkpoints.CheckpointError, *task.ERRORS) as error:
         sys.exit(one_line(error))
+    except Interrupted as stop:
+        print(f"{stop}; rerun `{rerun}` to resume", file=sys.stderr, flush=True)
+        sys.exit(130)
+    except KeyboardInterrupt:
+        print(f"interrupted; rerun `{rerun}` to resume from the last complete checkpoint in "
+              f"{training_args.output_dir} (if any)", file=sys.stderr, flush=True)
+        sys.exit(130)
