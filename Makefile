@@ -4,7 +4,8 @@
 # trl/transformers/datasets without unsloth and vLLM, which need CUDA), where that backend's project tests run.
 PYTHON ?= python3
 TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
-TORCH := torch==2.13.0 $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
+TORCH_PIN := torch==2.13.0
+TORCH := $(TORCH_PIN) $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cksum requirements-dev.txt | cut -d' ' -f1)
@@ -13,18 +14,29 @@ UBIN := $(UVENV)/bin
 PYPROJECT := {{cookiecutter.project_slug}}/pyproject.toml
 USTAMP := $(UVENV)/.installed-$(shell cat '$(PYPROJECT)' tests/stacks.py | cksum | cut -d' ' -f1)
 
-.PHONY: demo test bench clean
+.PHONY: demo test bench clean torch
+
+# torch into $(BIN): from TORCH_INDEX when it answers within 5 s, else (said in one line) from pip's own index.
+torch:
+	@if [ -z "$(TORCH_INDEX)" ] || $(PYTHON) -c "import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=5)" \
+	    "$(TORCH_INDEX)/torch/" >/dev/null 2>&1; then \
+	  $(BIN)/pip install --quiet $(TORCH); \
+	else \
+	  echo "$(TORCH_INDEX) did not answer within 5 s: installing $(TORCH_PIN) from pip's own index instead" \
+	    "(on Linux PyPI's torch is the multi-GB CUDA build; set TORCH_INDEX to a reachable mirror to avoid it)"; \
+	  $(BIN)/pip install --quiet $(TORCH_PIN); \
+	fi
 
 $(STAMP): requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet $(TORCH)
+	$(MAKE) --no-print-directory torch
 	$(BIN)/pip install --quiet -r requirements-dev.txt
 	touch $(STAMP)
 
 $(USTAMP): $(STAMP)
 	rm -rf $(UVENV)
 	$(PYTHON) -m venv $(UVENV)
-	$(UBIN)/pip install --quiet $(TORCH)
+	$(MAKE) --no-print-directory torch BIN=$(UBIN)
 	$(BIN)/python tests/stacks.py unsloth > build/unsloth-requirements.txt
 	$(UBIN)/pip install --quiet -r build/unsloth-requirements.txt
 	touch $(USTAMP)
