@@ -60,6 +60,8 @@ HOSTILE = [
     "<answer>" * 12_000,
     "</answer>" * 11_000,
     "\\boxed{" + "{}" * 49_000,  # one box, 98k braces to pair
+    "x. " * 33_000 + "\\boxed{72}",  # the last box's sentence and display (math_box)
+    "$$" * 49_000 + "\\boxed{72}$$",
 ]
 
 

@@ -59,7 +59,7 @@ def test_sample_gold_scores_one_without_math_verify(monkeypatch: pytest.MonkeyPa
         ("0.75", "\\frac{3}{4}"),
         ("3/4", "\\dfrac{3}{4}"),
         ("\\frac{1}{3}", "1/3"),
-        ("0.333", "\\frac{1}{3}"),
+        ("0.333333", "\\frac{1}{3}"),
         ("50\\%", "50%"),
         ("x = 3", "3"),
         ("48 + 24 = 72", "72"),
@@ -236,6 +236,7 @@ def test_huge_unicode_completion() -> None:
 
 # ------------------------------------------------------------------------------ over-credit and hedges
 
+
 @pytest.mark.parametrize(
     ("pred", "gold"),
     [
@@ -288,7 +289,7 @@ def test_over_credits_score_zero(pred: str, gold: str) -> None:
         ("0.5x", "\\frac{x}{2}"),
         ("x + x", "2x"),
         ("2x", "2x"),
-        ("\\approx 0.333", "\\frac{1}{3}"),  # no finite decimal: the rounding rule applies
+        ("\\approx 0.333333", "\\frac{1}{3}"),  # no finite decimal: the rounding rule applies
         ("72 dollars", "72"),
         ("5 km/h", "5"),
         ("3 cm^2", "3"),
@@ -373,7 +374,7 @@ def test_second_round_over_credits_score_zero(pred: str, gold: str) -> None:
         ("(x, y) = (1, 2)", "(1, 2)"),
         ("\\sin(\\pi/3) = \\frac{\\sqrt{3}}{2}", "\\frac{\\sqrt{3}}{2}"),
         ("monday", "\\text{Monday}"),
-        ("0.333 (rounded)", "\\frac{1}{3}"),
+        ("0.333333 (rounded)", "\\frac{1}{3}"),
         ("72 seconds", "72"),
         ("72 square feet", "72"),
     ],
@@ -389,6 +390,211 @@ def test_boxes_without_an_answer_block() -> None:
     assert correctness(completions=["first \\boxed{1}, then the total is \\boxed{72}"], answer=["72"]) == [1.0]
 
 
+# ------------------------------------------------------------- a box is the answer only as the whole answer
+
+# Gold 72 unless given. Each scored 1.0 when any box in the answer block was taken as the answer by itself.
+BOX_NOT_WHOLE = [
+    "\\boxed{72} or 73",  # hedged, combined, negated
+    "It is either \\boxed{72} or 73.",
+    "\\boxed{72} is wrong, the answer is 73",
+    "73, not \\boxed{72}",
+    "73 \\neq \\boxed{72}",
+    "\\boxed{72} (or 73)",
+    "\\boxed{72}, 73",
+    "$\\boxed{72}$ or $73$",
+    "\\boxed{72} \\text{ or } 73",
+    "\\boxed{72}\\;\\text{or}\\;73",
+    "\\boxed{72} \\text{(or 73)}",
+    "\\boxed{72}\\text{-ish}",
+    "\\boxed{72} or more",
+    "$\\boxed{72}$ = x",
+    "\\boxed{72} \x00 73",
+    "\\text{not }\\boxed{72}",
+    "\\lnot\\boxed{72}",
+    "maybe \\boxed{72}",
+    "about \\boxed{72}",
+    "at least \\boxed{72}",
+    "\\boxed{72}?",
+    "Answer: \\boxed{72}\n\nExplanation: 48 + 24 = 72",
+    "-\\boxed{72}",  # operated on
+    "{-}\\boxed{72}",
+    "\u2212\\boxed{72}",
+    "\\text{Answer: } -\\boxed{72}",
+    "2 \\times \\boxed{72}",
+    "\\boxed{72}\\cdot 2",
+    "\\boxed{72}^2",
+    "\\boxed{72}$^2$",
+    "\\boxed{72}0",
+    "1\\boxed{72}",
+    "72 \\boxed{72}",
+    "\\boxed{72}.5",
+    "\\sqrt{\\boxed{72}}",
+    "\\frac{\\boxed{72}}{1}",
+    "\\overline{\\boxed{72}}",
+    "e^{\\boxed{72}}",
+    "\\left(\\boxed{72}\\right)",
+    "(\\boxed{72})",
+    "*\\boxed{72}*",
+    "\\boxed{72}+0",
+    "\\boxed{72}\\times 10^{0}",  # equal in value, but the box is operated on
+    "\\boxed{72} - 1 = 71",
+    "72 \\pm \\boxed{72}",
+    "\\boxed{72}!",
+    "\\boxed{72}'",
+    "\\boxed{72}_{8}",
+    "\\boxed{72}\\\\73",
+    "\\boxed{72} \\\\ 73",
+    "\\boxed{72}\n73",
+    "\\boxed{72}|73",
+    "\\boxed{72}\\hspace{1cm}73",
+    "\\phantom{73}\\boxed{72}",
+    "\\color{red}\\boxed{72}",
+    "\\boxed{72}\\boxed{}",
+    "x\\boxed{72}",  # a variable or a value word next to it
+    "\\pi\\boxed{72}",
+    "\\mathrm{x}\\boxed{72}",
+    "\\text{73 }\\boxed{72}",
+    "\\boxed{72}x",
+    "\\boxed{72} x",
+    "\\boxed{72}\\text{ x}",
+    "\\boxed{72}\\mathrm{x}",
+    "twice \\boxed{72}",
+    "half of \\boxed{72}",
+    "\\boxed{72} thousand",
+    "\\boxed{72} hundredths",
+    "2^6 = \\boxed{72}",  # an equation chain must hold on every side
+    "73 = \\boxed{72}",
+    "x = 73 = \\boxed{72}",
+    "\\boxed{72} = 73",
+    "\\boxed{-72}",
+]
+BOX_WHOLE = [
+    "\\boxed{72}",
+    "$\\boxed{72}$",
+    "$$\\boxed{72}$$",
+    "\\[\\boxed{72}\\]",
+    "\\(\\boxed{72}\\)",
+    "$\\displaystyle \\boxed{72}$",
+    "**\\boxed{72}**",
+    "\\boxed{72}.",
+    "so \\boxed{72}",
+    "The answer is \\boxed{72}.",
+    "Therefore the final answer is $\\boxed{72}$. I hope it is correct.",
+    "**Answer:** \\boxed{72}",
+    "\\text{The answer is } \\boxed{72}",
+    "Natalia sold \\boxed{72} clips.",
+    "The answer to the question is \\boxed{72}.",
+    "\\boxed{72}\\text{ dollars.}",
+    "\\boxed{72} dollars",
+    "\\boxed{72}\\text{ clips}",
+    "\\boxed{72}\\,\\text{cm}",
+    "\\boxed{72}~\\text{dollars}",
+    "\\boxed{72}cm",
+    "\\boxed{72}\\text{ m}",
+    "\\boxed{72}\\%",  # as 72\% (a percent sign is dropped on both sides)
+    "\\boxed{72}^\\circ",
+    "\\$\\boxed{72}",
+    "x = \\boxed{72}",
+    "$x = \\boxed{72}$",
+    "x &= \\boxed{72}",
+    "\\boxed{72} &",
+    "48 + 24 = \\boxed{72}",  # a true equation chain, judged as a whole
+    "$48 + 24 = \\boxed{72}$",
+    "The total is $48+24=\\boxed{72}$.",
+    "\\boxed{72} = 48 + 24",
+    "\\boxed{72} \\boxed{72}",
+    "\\boxed{72} \\fbox{72}",
+    "\\boxed{\\boxed{72}}",
+    "\\boxed{72 \\text{ clips}}",
+    "\\boxed{72 \\times 10^{0}}",  # inside the box it is the answer's own arithmetic
+]
+
+
+@pytest.mark.parametrize("pred", BOX_NOT_WHOLE)
+def test_box_that_is_not_the_whole_answer_scores_zero(pred: str) -> None:
+    assert one(pred, "72") == 0.0
+
+
+@pytest.mark.parametrize("pred", BOX_WHOLE)
+def test_box_that_is_the_whole_answer_scores_one(pred: str) -> None:
+    assert one(pred, "72") == 1.0
+
+
+# Without an answer block the last box is judged in its context: its line from the last sentence end, or a display
+NO_BLOCK = [
+    ("$-\\boxed{72}$", 0.0),
+    ("\\boxed{72} or 73", 0.0),
+    ("It is either \\boxed{72} or 73.", 0.0),
+    ("It is either $\\boxed{72}$ or 73.", 0.0),
+    ("So the answer is $2 \\times \\boxed{72}$.", 0.0),
+    ("73, not \\boxed{72}", 0.0),
+    ("Is it \\boxed{72}?", 0.0),
+    ("\\boxed{72} is wrong", 0.0),
+    ("\\boxed{72}0", 0.0),
+    ("Total 73.\n\\boxed{72}. Or 73.", 0.0),
+    ("$$\n-\n\\boxed{72}\n$$", 0.0),
+    ("\\[\n2 \\times\n\\boxed{72}\n\\]", 0.0),
+    ("$$\n\\boxed{72}\n$$ or 73", 0.0),
+    ("<answer>\\boxed{72} or 73", 0.0),
+    ("so it is \\boxed{72} overall", 1.0),
+    ("48 + 24 = 72\n\\boxed{72}", 1.0),
+    ("48 + 24 = 72. So the answer is $\\boxed{72}$.", 1.0),
+    ("We got 73 first. $$\n\\boxed{72}\n$$", 1.0),
+    ("So $48+24=\\boxed{72}$.", 1.0),
+    ("\\[\nx = 48 + 24\n= \\boxed{72}\n\\]", 1.0),
+    ("\\begin{align}\nx &= 48 + 24 \\\\\n  &= \\boxed{72}\n\\end{align}", 1.0),
+    ("<answer>\\boxed{72}", 1.0),  # an unclosed answer block: the last box
+    ("It is either\n\\boxed{72}\nor 73", 0.0),  # one sentence over three lines
+    ("It is either 73 or\n\\boxed{72}", 0.0),
+    ("the answer is not\n\\boxed{72}", 0.0),
+    ("2 \\times\n\\boxed{72}", 0.0),
+    ("\\boxed{72}\n73", 0.0),
+    ("\\boxed{72}\n- 1", 0.0),
+    ("maybe\n\\boxed{72}", 0.0),
+    ("48 + 24 = 72\n\\boxed{72}\nThis checks out.", 1.0),  # working before, a new sentence after
+    ("The answer is\n\\boxed{72}", 1.0),
+    ("48 + 24 =\n\\boxed{72}", 1.0),
+    ("Total 73 or\n\n\\boxed{72}", 1.0),  # a blank line ends a sentence
+    ("so \\boxed{72}</reasoning>", 1.0),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), NO_BLOCK)
+def test_last_box_without_an_answer_block_is_judged_in_its_context(text: str, expected: float) -> None:
+    assert correctness(completions=[text], answer=["72"]) == [expected]
+
+
+@pytest.mark.parametrize(
+    ("pred", "gold", "expected"),
+    [
+        ("0.333", "\\frac{1}{3}", 0.0),  # a rounded decimal is credited from MIN_ROUNDED_PLACES places on
+        ("0.33333", "\\frac{1}{3}", 0.0),
+        ("0.333334", "\\frac{1}{3}", 0.0),  # not correctly rounded
+        ("0.333333", "\\frac{1}{3}", 1.0),
+        ("0.3333333333", "\\frac{1}{3}", 1.0),
+        ("1{,}000{,}000", "1000000", 1.0),  # LaTeX thousands separators
+        ("\\boxed{1{,}000{,}000}", "1,000,000", 1.0),
+        ("7{,}2", "72", 0.0),  # not a thousands group
+        ("1{,}00{,}000", "100000", 0.0),
+        ("1234{,}567", "1234567", 0.0),
+        ("602000000000000000000000", "6.02 \\times 10^{23}", 1.0),  # scientific notation is an exact number
+        ("6.02 \\times 10^{23}", "602000000000000000000000", 1.0),
+        ("6.02 \\cdot 10^{23}", "6.02 \\times 10^{23}", 1.0),
+        ("1.5 \\times 10^{-3}", "0.0015", 1.0),
+        ("6.02 \\times 10^{22}", "6.02 \\times 10^{23}", 0.0),
+        ("602000000000000000000001", "6.02 \\times 10^{23}", 0.0),
+    ],
+)
+def test_rounding_separators_and_scientific_notation(pred: str, gold: str, expected: float) -> None:
+    assert one(pred, gold) == expected
+
+
+def test_boxes_in_context_keep_other_golds() -> None:
+    assert one("$(x+1)^2 = \\boxed{x^2+2x+1}$", "x^2+2x+1") == 1.0
+    assert one("The solutions are \\boxed{\\{2, 3\\}}.", "\\{2, 3\\}") == 1.0
+    assert one("-\\boxed{72}", "-72") == 0.0  # a sign outside the box operates on it, whatever the gold
+
+
 def test_gold_is_normalised_conservatively() -> None:
     assert math_task.parse_gold("2x").text == "2x"
     assert math_task.parse_gold("72 y^2").number is None
@@ -399,6 +605,7 @@ def test_gold_is_normalised_conservatively() -> None:
 # ----------------------------------------------------------------------------------- time bounds
 
 answer_module = mod("rewards.math_answer")
+box_module = mod("rewards.math_box")
 OWN_CODE_S = 5 * math_task.OWN_CODE_BOUND_S  # the documented bound of our own scanning, x5 for a loaded machine
 NASTY = [
     "7" + "a" * 480 + "!",  # exponential backtracking in the old unit-tail regex
@@ -415,6 +622,11 @@ NASTY = [
     "72 " + "\\boxed{1}, " * 90,
     "^" + " " * 299 + "7" * 5,
     "\\boxed{" + "{}" * 49_000,  # one box, 98k braces to pair
+    "x. " * 33_000 + "\\boxed{72}",  # many sentence ends before the last box
+    "$$" * 49_000 + "\\boxed{72}$$",  # displays to pair around it
+    "\\[" * 33_000 + "\\boxed{72}" + "\\]",
+    "a" * 99_000 + "\\boxed{72}",  # one long word before it
+    "\\boxed{72}" + "\\text{a}" * 9_000,  # a long tail
 ]
 
 
@@ -447,11 +659,13 @@ def test_random_adversarial_answers_are_bounded(body: str) -> None:
     answer_module.normalize(body)
     answer_module.multiple_candidates(body)
     answer_module.several_boxes(body, answer_block=True)
+    box_module.extract_prediction(body)
     answer_module.pathological(body)
     assert time.perf_counter() - start < OWN_CODE_S
 
 
 # ----------------------------------------------------------------------------------- the worker script
+
 
 def test_worker_is_a_script_with_a_line_protocol() -> None:
     import subprocess

@@ -1,4 +1,6 @@
-r"""Math answers: extraction from a completion and normalisation to a canonical form, in bounded time.
+r"""Math answers: finding boxes, normalisation to a canonical form and the anti-gaming screens, in bounded time.
+
+Which box or text is a completion's answer is decided in :mod:`.math_box`; this module finds the boxes.
 
 Time: extraction scans the completion (at most ``MAX_COMPLETION_CHARS``) in linear time with ``str.find`` and a
 brace stack, no regex; a completion with more than ``MAX_BOXES`` box commands is refused first (``str.count``). An
@@ -10,6 +12,10 @@ for any input.
 Units are stripped only when they are words: a known unit (``cm``, ``kg``, ``mph``...), a compound of units
 (``m/s``, ``km/h``, ``cm^2``), a word of four or more letters with a vowel that is not a math name (``theta``),
 or the content of ``\text{...}`` right after a number. A single letter (``x``, ``i``, ``y^2``) is never a unit.
+
+Numbers: thousands separators ``1,000``, ``5\,000`` and ``1{,}000`` (every group after the first of exactly three
+digits, so ``7{,}2`` and ``1{,}00{,}000`` are no numbers), and scientific notation ``6.02 \times 10^{23}`` are read
+as exact numbers (:func:`as_number`).
 """
 
 from __future__ import annotations
@@ -18,8 +24,6 @@ import re
 from fractions import Fraction
 from functools import lru_cache
 from itertools import accumulate, repeat
-
-from ..answer_format import extract_answer
 
 MAX_RAW_ANSWER_CHARS = 1000
 MAX_BOXES = 64  # a completion with more boxed expressions than this is spam: 0.0 before any scan
@@ -88,13 +92,14 @@ def _close_many(text: str, openers: list[tuple[int, int]]) -> list[tuple[int, in
 def last_boxed(text: str) -> str | None:
     r"""Content of the last balanced ``\boxed{...}`` (or ``\fbox{...}``) in ``text`` that is not inside another
     one (``\boxed{73 \boxed{72}}`` answers ``73 \boxed{72}``), or None."""
-    spans = _top_level(boxed_spans(text)) if "\\boxed" in text or "\\fbox" in text else ()
+    spans = top_level_boxes(text)
     return text[spans[-1][1] : spans[-1][2]] if spans else None
 
 
-def _top_level(spans: tuple[tuple[int, int, int], ...]) -> list[tuple[int, int, int]]:
+def top_level_boxes(text: str) -> list[tuple[int, int, int]]:
+    """The spans (see :func:`boxed_spans`) of the boxes of ``text`` that are not inside another box, in order."""
     out: list[tuple[int, int, int]] = []
-    for span in spans:
+    for span in boxed_spans(text) if "\\boxed" in text or "\\fbox" in text else ():
         if not out or span[0] > out[-1][2]:
             out.append(span)
     return out
@@ -106,9 +111,7 @@ _JOINERS = re.compile(r"(?:[\s,;:/|&$.]|\\[,;:! ]|\\quad|\\qquad|\\to\b|\\righta
 def several_boxes(region: str, answer_block: bool) -> bool:
     r"""Several boxed answers that disagree: any two in an answer block, or the last two joined only by
     punctuation, "or"/"and" or an arrow elsewhere (``\boxed{73}, \boxed{72}``)."""
-    if "\\boxed" not in region and "\\fbox" not in region:
-        return False
-    boxes = _top_level(boxed_spans(region))
+    boxes = top_level_boxes(region)
     contents = {region[a:b].strip() for _, a, b in boxes}
     if len(contents) < 2:
         return False
@@ -117,15 +120,6 @@ def several_boxes(region: str, answer_block: bool) -> bool:
     (_, first, end), (start, a, b) = boxes[-2], boxes[-1]
     disagree = region[a:b].strip() != region[first:end].strip()
     return disagree and _JOINERS.fullmatch(region, end + 1, start) is not None
-
-
-def extract_prediction(text: str) -> str | None:
-    """The final answer of a completion (see ``math_task``), or None."""
-    answer = extract_answer(text)
-    if answer is not None:
-        boxed = last_boxed(answer)
-        return boxed if boxed is not None else answer
-    return last_boxed(text)
 
 
 def gold_text(gold: str) -> str:
@@ -154,6 +148,11 @@ _FRACTION = re.compile(
 )
 _TEXT_CMD_END = re.compile(_TEXT_NAMES + r"\{[^{}]*\}$")
 _THIN_THOUSANDS = re.compile(r"(?<=\d)\\,(?=\d{3}(?!\d))")
+_BRACED_COMMA = re.compile(r"(?<=\d)\{,\}(?=\d{3}(?!\d))")  # LaTeX's thousands separator: 1{,}000{,}000
+_SCIENTIFIC = re.compile(
+    r"(?P<m>[-+]?(?:\d+(?:\.\d+)?|\.\d+))\s*(?:\\times|\\cdot|×|\*)\s*10\s*\^\s*"
+    r"(?:\{\s*(?P<e>[-+]?\d{1," + str(MAX_EXPONENT_DIGITS) + r"})\s*\}|(?P<e1>\d))"
+)
 _SPACES = re.compile(r"\\[,;:! ]|\\quad|\\qquad|~")
 _VAR_ASSIGN = re.compile(r"[a-zA-Z]\s*=\s*(?=[-+\d.\\])")
 _UNIT_WORD = re.compile(r"[A-Za-z]+(?:\^\{?[23]\}?)?(?:/[A-Za-z]+(?:\^\{?[23]\}?)?)?")
@@ -176,7 +175,8 @@ _WORD_BREAKERS = frozenset("or and nor not either maybe perhaps possibly vs to t
 VALUE_WORDS = frozenset(
     "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
     "seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred hundreds thousand "
-    "thousands million millions billion billions trillion trillions dozen dozens half halves double doubled twice "
+    "thousands million millions billion billions trillion trillions tenth tenths hundredth hundredths thousandth "
+    "thousandths millionth millionths dozen dozens half halves double doubled twice "
     "thrice triple tripled quadruple plus minus negative positive divided multiplied squared cubed root roots "
     "power powers inverse reciprocal factorial base binary octal hex hexadecimal".split()
 )
@@ -264,6 +264,7 @@ def normalize(s: str) -> str:
     s = _strip_delims(s)
     s = _TEXT_CMD.sub(_text_command, s)
     s = _THIN_THOUSANDS.sub("", s)  # "5\,000" -> "5000"
+    s = _BRACED_COMMA.sub(",", s)  # "1{,}000" -> "1,000", a number only when every group has 3 digits
     s = _SPACES.sub(" ", s)
     s = s.replace("\\left", "").replace("\\right", "").replace("\\displaystyle", "").strip()
     assign = _VAR_ASSIGN.match(s)
@@ -279,7 +280,9 @@ def normalize(s: str) -> str:
 
 
 def as_number(s: str) -> Fraction | None:
-    r"""``s`` (already normalised) as an exact number, if it is a plain number, ``a/b`` or ``\frac{a}{b}``."""
+    r"""``s`` (already normalised) as an exact number, if it is a plain number, ``a/b``, ``\frac{a}{b}`` or in
+    scientific notation (``6.02 \times 10^{23}``, ``1.5 \cdot 10^{-3}``: exponent of at most
+    ``MAX_EXPONENT_DIGITS`` digits)."""
     m = _PLAIN_NUMBER.fullmatch(s)
     if m and (m.group("int") or m.group("dec")):
         whole = (m.group("int") or "0").replace(",", "")
@@ -294,6 +297,9 @@ def as_number(s: str) -> Fraction | None:
             return None
         value = Fraction(int(a), int(b))
         return -value if m.group("sign") == "-" else value
+    m = _SCIENTIFIC.fullmatch(s)
+    if m:
+        return Fraction(m.group("m")) * Fraction(10) ** int(m.group("e") or m.group("e1"))
     return None
 
 

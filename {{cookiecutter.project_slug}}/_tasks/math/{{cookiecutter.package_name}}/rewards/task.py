@@ -1,7 +1,15 @@
 r"""Math correctness: is the final answer of a completion equal to the row's gold ``answer``?
 
-Prediction: the content of the last ``<answer>`` block (if it holds a ``\boxed{}``, the last one inside it);
-without an answer block, the last balanced ``\boxed{...}`` anywhere in the completion; otherwise no answer (0.0).
+Prediction (:mod:`.math_box`): the content of the last ``<answer>`` block, judged as a whole; without an answer
+block, the last balanced ``\boxed{...}`` of the completion, judged in its context (its sentence, joined over line
+breaks that do not end it, widened to a ``$$``/``\[`` display around it); otherwise no answer (0.0). A box is the
+answer only when it is the whole answer: what surrounds it in its context is framing alone (math delimiters,
+Markdown bold, a trailing period, units, ``%``, degrees, words such as "The answer is" or "x ="). A box that
+anything outside it operates on (a sign, an operator, a digit, a bracket, ``^``, ``_``, ``'``, ``!``, a command such
+as ``\sqrt``, ``\neq`` or ``\pm``, a one-letter name, a value word such as "twice") scores 0.0, whatever the gold
+(``-\boxed{72}`` is not -72). Anything else around a box (working, a second value, a hedge) makes the whole context
+the answer, boxes unwrapped, judged like an unboxed answer: ``48 + 24 = \boxed{72}`` is the true chain "48 + 24 =
+72", ``\boxed{72} or 73`` is "72 or 73" (0.0). A context over ``MAX_RAW_ANSWER_CHARS`` scores 0.0.
 
 Gold (column ``answer``): a bare value (``"72"``), a GSM8K solution ending ``#### 1,234``, or LaTeX
 (``\frac{3}{4}``, ``\boxed{...}``, ``$...$``, intervals, sets, expressions).
@@ -9,15 +17,17 @@ Gold (column ``answer``): a bare value (``"72"``), a GSM8K solution ending ``###
 Scoring (``correctness`` in {0, 1}, or None):
 
 1. Normalise both sides (:mod:`.math_answer`: LaTeX delimiters, ``\boxed``, ``\text{}``/``\mathrm{}``,
-   ``\$``/currency, thousands separators (also ``5\,000``), Markdown bold, a lead-in such as "The answer is", a
-   single ``x =`` (never one of several: ``x=2, y=3`` keeps its names), a trailing period, ``%``, degrees, and
+   ``\$``/currency, thousands separators (also ``5\,000``, and ``1{,}000`` when every group has 3 digits: never
+   ``7{,}2``), Markdown bold, a lead-in such as "The answer is", a single ``x =`` (never one of several: ``x=2,
+   y=3`` keeps its names), a trailing period, ``%``, degrees, and
    trailing unit WORDS: a known unit, a compound such as ``km/h``, or a word of 4+ letters with a vowel that is
    not a math name or a word that changes the value (``million``, ``squared``, ``minus``, number words); a single
    letter is a variable, never a unit, so ``72x``, ``72i``, ``72 y^2`` and ``72 xyz`` stay as they are (in
    ``\text{}`` after a number only unit letters such as ``m``, ``s``, ``h`` are units).
-2. A numeric gold (an integer, decimal, ``a/b``, ``\frac{a}{b}``) is matched by: a plain number, compared exactly
-   as :class:`fractions.Fraction` (a decimal rounded to >= 3 places also matches a gold that has no finite decimal
-   expansion: 1/3 ~ 0.333); a short sentence holding exactly one number and otherwise only words ("She earned
+2. A numeric gold (an integer, decimal, ``a/b``, ``\frac{a}{b}``, ``6.02 \times 10^{23}``) is matched by: a plain
+   number (or one of those forms), compared exactly as :class:`fractions.Fraction` (a decimal correctly rounded to
+   >= ``MIN_ROUNDED_PLACES`` = 6 places also matches a gold that has no finite decimal expansion: 1/3 ~ 0.333333,
+   never 0.333); a short sentence holding exactly one number and otherwise only words ("She earned
    $10.": no value word, no sign before it, no letter or ``^`` glued to it, no one-letter word after it); or an
    arithmetic expression (numbers, ``+ - * / ^``, brackets, ``\frac``, ``\sqrt``, ``\times``, ``\cdot``,
    ``\div``) or an equation chain of them, every side of which equals the gold ("48 + 24 = 72"; "2^6 = 72" scores
@@ -35,13 +45,15 @@ punctuation/"or"/an arrow (a box inside a box belongs to it: the outermost last 
 mark ("72?"); a negation ("not", "never", "except", "wrong", ``\not``); a separator or hidden text (``|``,
 ``\\``, ``\cr``, ``;``, ``:=``, "...", ``\equiv``, ``\bmod``, ``\therefore``, ``\hspace``, ``\phantom``,
 ``\color``...); a bound ("at least 72", "over 72", "> 72", ``\leqq``, ``\gg``); an approximation ("about 72",
-"≈ 72", "~72", "near 72", "72 (rounded)") unless the gold has no finite decimal expansion (then only the >= 3
-places rounding rule can match); a one-letter variable in the answer when the gold has none (``72x`` for 72). The
-answer is checked as a whole, never searched for a matching number.
+"≈ 72", "~72", "near 72", "72 (rounded)") unless the gold has no finite decimal expansion (then only the >= 6
+places rounding rule can match); a box that is not the whole answer (see Prediction); a one-letter variable in
+the answer when the gold has none (``72x`` for 72). The answer is checked as a whole, never searched for a matching
+number.
 
-Time bound (any input, any thread): extraction is a linear scan of the completion (cut at ``MAX_COMPLETION_CHARS``);
-an extracted answer over ``MAX_RAW_ANSWER_CHARS`` scores 0.0 before any regex; normalisation and the screens then
-run on that bounded text with regexes that cannot backtrack. All of this stays under ``OWN_CODE_BOUND_S`` (0.2 s,
+Time bound (any input, any thread): extraction is a linear scan of the completion (cut at ``MAX_COMPLETION_CHARS``;
+finding a box's context is ``str.find``/``count`` and one single-character regex); a box's context or an extracted
+answer over ``MAX_RAW_ANSWER_CHARS`` scores 0.0 before any other regex; normalisation and the screens then run on
+that bounded text with regexes that cannot backtrack. All of this stays under ``OWN_CODE_BOUND_S`` (0.2 s,
 approached only by a 100k-character completion packed with braces; microseconds for ordinary ones). An answer that
 needs math-verify is screened first (longer than ``MAX_ANSWER_CHARS``, nesting deeper than ``MAX_NESTING``, power
 towers, huge exponents, factorials or binomials score 0.0 at once), then compared in a persistent worker process
@@ -81,7 +93,6 @@ from .math_answer import (
     VALUE_WORDS,
     as_number,
     decimals,
-    extract_prediction,
     free_letter,
     gold_text,
     is_unit,
@@ -91,12 +102,14 @@ from .math_answer import (
     pathological,
     several_boxes,
 )
+from .math_box import extract_prediction
 from .timed_worker import TimedWorker
 
 VERIFY_TIMEOUT_S = 1.0
 OWN_CODE_BOUND_S = 0.2  # extraction, normalisation and screens on any input (see the module docstring)
 WORKER_START_TIMEOUT_S = 60.0
 WORKER_SCRIPT = Path(__file__).with_name("math_verify_worker.py")
+MIN_ROUNDED_PLACES = 6  # a decimal rounded to this many places matches a gold with no finite decimal expansion
 
 
 def _terminates(x: Fraction) -> bool:
@@ -108,11 +121,12 @@ def _terminates(x: Fraction) -> bool:
 
 
 def numbers_equal(gold: Fraction, pred: Fraction, pred_text: str) -> bool:
-    """Exact equality, or ``pred`` is ``gold`` correctly rounded to >= 3 places when ``gold`` does not terminate."""
+    """Exact equality, or ``pred`` is ``gold`` correctly rounded to >= ``MIN_ROUNDED_PLACES`` places when ``gold``
+    does not terminate (1/3 ~ 0.333333, never 0.333)."""
     if gold == pred:
         return True
     places = decimals(pred_text)
-    if places >= 3 and not _terminates(gold):
+    if places >= MIN_ROUNDED_PLACES and not _terminates(gold):
         return abs(gold - pred) <= Fraction(1, 2 * 10**places)
     return False
 
