@@ -38,7 +38,7 @@ def healthy(tmp_path: Path, **changes) -> "machine_mod.Machine":
         version=versions.get, requires=lambda name: ['vllm<=0.31.0,>=0.22.0; extra == "vllm"'],
         which=lambda name: f"/usr/bin/{name}", bwrap_runs=lambda path: (True, ""),
         disk_free_gib=lambda path: 500.0, hub_cached=lambda name: True, hub_reachable=lambda: True,
-        environ={}, home=tmp_path,
+        model_cached=lambda name: True, settings_error=lambda path: None, environ={}, home=tmp_path,
     )
     return replace(fake, **changes)
 
@@ -50,7 +50,7 @@ def statuses(config: dict, machine) -> dict:
 def test_all_ok_on_a_healthy_machine(tmp_path):
     checks = statuses(preset("80gb"), healthy(tmp_path))
     assert all(check.status == doctor.OK for check in checks.values()), [c.line() for c in checks.values()]
-    assert {"gpu", "versions", "memory", "vllm-kv", "dataset", "disk", "tracker"} <= set(checks)
+    assert {"gpu", "versions", "memory", "vllm-kv", "model", "dataset", "disk", "tracker"} <= set(checks)
     assert "1 x NVIDIA H100" in checks["gpu"].message and "bf16 yes" in checks["gpu"].message
 
 
@@ -137,7 +137,37 @@ def test_dataset_checks(tmp_path):
     assert doctor.check_dataset({"dataset_name": "org/set"}, offline, ("question",), tmp_path).status == doctor.BLOCK
     cut_off = healthy(tmp_path, hub_cached=lambda name: False, hub_reachable=lambda: False)
     check = doctor.check_dataset({"dataset_name": "org/set"}, cut_off, ("question",), tmp_path)
-    assert check.status == doctor.WARN and "HF_HUB_OFFLINE=1" in check.fix
+    assert check.status == doctor.BLOCK and "HF_HUB_OFFLINE=1" in check.fix  # train.py refuses it the same way
+
+
+def test_model_checks(tmp_path):
+    def model(name, machine, **config):
+        return doctor.check_model({"model_name_or_path": name, **config}, machine, tmp_path)
+
+    fake = healthy(tmp_path, model_cached=lambda name: False)
+    assert model(".smoke/tiny-model", fake, build_tiny_model=True).status == doctor.OK
+    (tmp_path / "my-model").mkdir()
+    assert model("my-model", fake).status == doctor.OK
+    typo = model("./my-modle", fake)
+    assert typo.status == doctor.BLOCK and "does not exist" in typo.message
+    assert model("Org/model", healthy(tmp_path)).status == doctor.OK  # cached
+    assert model("Org/model", fake).status == doctor.OK  # the hub answers
+    offline = model("Org/model", replace(fake, environ={"HF_HUB_OFFLINE": "1"}))
+    assert offline.status == doctor.BLOCK and "hf download Org/model" in offline.fix
+    assert model("Org/model", replace(fake, hub_reachable=lambda: False)).status == doctor.BLOCK
+
+
+def test_a_config_train_py_refuses_is_a_blocker(tmp_path, capsys):
+    """The real check: train.py's parser on a config with a misspelt key (the doctor used to pass it)."""
+    smoke = (ROOT / "configs" / "smoke.yaml").read_text()
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(smoke + "\nlearning_rat: 0.1\n")
+    message = machine_mod._settings_error(str(bad))
+    assert "unknown setting" in message and "learning_rate" in message
+    assert machine_mod._settings_error(str(ROOT / "configs" / "smoke.yaml")) is None
+    fake = healthy(tmp_path, settings_error=machine_mod._settings_error, environ={"WANDB_API_KEY": "x"})
+    assert doctor.main(["--config", str(bad)], fake) == 1
+    assert "[BLOCKER] config: " in capsys.readouterr().out
 
 
 def test_disk_for_checkpoints_is_a_blocker_when_short(tmp_path):
@@ -177,7 +207,8 @@ def test_real_cpu_run_on_the_smoke_config():
     lines = done.stdout.strip().splitlines()
     assert lines[0] == "doctor: configs/smoke.yaml", done.stdout + done.stderr
     names = {line.split("]", 1)[1].split(":", 1)[0].strip() for line in lines[1:-1]}
-    assert {"gpu", "versions", "memory", "dataset", "disk", "tracker"} <= names
+    assert {"config", "gpu", "versions", "memory", "model", "dataset", "disk", "tracker"} <= names
+    assert "[     ok] config: every setting parses" in done.stdout
     assert "CPU config" in done.stdout and "] dataset: curriculum:2000: generated locally" in done.stdout
     assert done.returncode == (1 if "[BLOCKER]" in done.stdout else 0), done.stdout
 

@@ -3,10 +3,12 @@
     python -m <package>.doctor                          # the project's default preset
     python -m <package>.doctor --config configs/24gb.yaml [--accelerate-config configs/accelerate/zero3.yaml]
 
-Checks: the GPUs (count, name, memory, bf16, driver vs the CUDA build of torch), installed versions vs the
-project's pins and TRL's supported vLLM range, the preset's estimated peak vs free GPU memory, vLLM's KV budget
-for one full-length request, bubblewrap (projects with a code sandbox), the dataset, disk space for the
-checkpoints, the tracker's login. Exit status 0 when nothing blocks training, 1 when something does.
+Checks: the config through train.py's own parser and checks, the GPUs (count, name, memory, bf16, driver vs the
+CUDA build of torch), installed versions vs the project's pins and TRL's supported vLLM range, the preset's
+estimated peak vs free GPU memory, vLLM's KV budget for one full-length request, bubblewrap (projects with a code
+sandbox), the model and the dataset (local, cached or on a reachable hub, as train.py requires), disk space for the
+checkpoints, the tracker's login. Exit status 0 when nothing blocks training, 1 when something does: a pass means
+train.py starts.
 Every fact about the machine comes through :class:`Machine`, so tests pass fakes.
 """
 
@@ -260,9 +262,44 @@ def check_dataset(config: dict[str, Any], machine: Machine, required: tuple[str,
                      f"datasets.load_dataset('{name}')\") and copy ~/.cache/huggingface, or use a local file")
     if machine.hub_reachable():
         return Check("dataset", OK, f"{name}: the hub is reachable (downloaded on first use)")
-    return Check("dataset", WARN, f"{name}: not cached and the hub is not reachable from here",
+    return Check("dataset", BLOCK, f"{name}: not cached and the hub is not reachable from here",
                  "offline recipe: load it once where the hub is reachable, copy ~/.cache/huggingface here, then "
                  "set HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1; or point dataset_name at a local JSONL file")
+
+
+def check_settings(path: str, machine: Machine) -> Check:
+    """The config through train.py's own parser and checks: a doctor pass means train.py accepts every setting."""
+    error = machine.settings_error(str(path))
+    if error:
+        return Check("config", BLOCK, error, "fix the setting it names (train.py refuses the config the same way)")
+    return Check("config", OK, "every setting parses and passes train.py's checks")
+
+
+def check_model(config: dict[str, Any], machine: Machine, root: Path = ROOT) -> Check:
+    """The model train.py will load: built locally, a local directory, in the hub cache, or on a reachable hub."""
+    from .hub import looks_like_path
+
+    name = str(config.get("model_name_or_path") or "")
+    if config.get("build_tiny_model"):
+        return Check("model", OK, f"{name}: a tiny model built locally on first use")
+    local = Path(name).expanduser()
+    local = local if local.is_absolute() else root / local
+    if local.exists():
+        return Check("model", OK, f"{name}: local path")
+    if looks_like_path(name):
+        return Check("model", BLOCK, f"{name} is meant as a local path but {local} does not exist",
+                     "fix model_name_or_path (a typo?) or copy the model there")
+    if machine.model_cached(name):
+        return Check("model", OK, f"{name}: in the local Hugging Face cache")
+    offline = any(machine.environ.get(key, "") in ("1", "true", "True")
+                  for key in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
+    recipe = (f"on a connected machine run `hf download {name}`, copy ~/.cache/huggingface here and set "
+              "HF_HUB_OFFLINE=1, or point model_name_or_path at a local directory")
+    if offline:
+        return Check("model", BLOCK, f"{name}: not cached and HF_HUB_OFFLINE is set", recipe)
+    if machine.hub_reachable():
+        return Check("model", OK, f"{name}: the hub is reachable (downloaded on first use)")
+    return Check("model", BLOCK, f"{name}: not cached and the hub is not reachable from here", recipe)
 
 
 def checkpoint_gib(config: dict[str, Any]) -> float:
@@ -335,6 +372,7 @@ def run_checks(config: dict[str, Any], machine: Machine, root: Path = ROOT, pack
     checks += check_memory(config, machine, run)
     sandbox = check_bubblewrap(config, machine, package_dir)
     checks += [sandbox] if sandbox else []
+    checks.append(check_model(config, machine, root))
     checks.append(check_dataset(config, machine, tuple(data.task.REQUIRED_COLUMNS), root))
     checks.append(check_disk(config, machine, root))
     checks.append(check_tracker(config, machine))
@@ -355,7 +393,9 @@ def main(argv: list[str] | None = None, machine: Machine | None = None) -> int:
     except EstimateError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    checks = run_checks(config, machine or Machine(), accelerate_config=args.accelerate_config)
+    machine = machine or Machine()
+    checks = [check_settings(str(path), machine)]
+    checks += run_checks(config, machine, accelerate_config=args.accelerate_config)
     print(f"doctor: {path}")
     for check in checks:
         print(check.line())

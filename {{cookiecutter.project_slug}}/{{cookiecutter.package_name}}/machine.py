@@ -38,6 +38,8 @@ class Machine:
     bwrap_runs: Callable[[str], tuple[bool, str]] = field(default_factory=lambda: _bwrap_runs)
     disk_free_gib: Callable[[Path], float] = field(default_factory=lambda: _disk_free_gib)
     hub_cached: Callable[[str], bool] = field(default_factory=lambda: _hub_cached)
+    model_cached: Callable[[str], bool] = field(default_factory=lambda: _model_cached)
+    settings_error: Callable[[str], str | None] = field(default_factory=lambda: _settings_error)
     hub_reachable: Callable[[], bool] = field(default_factory=lambda: _hub_reachable)
     environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
     home: Path = field(default_factory=Path.home)
@@ -117,6 +119,25 @@ def _hub_cached(dataset: str) -> bool:
     from .hub import cached
 
     return cached(dataset, "dataset")
+
+
+def _model_cached(model: str) -> bool:
+    from .hub import cached
+
+    return cached(model, "model")
+
+
+def _settings_error(path: str) -> str | None:
+    """train.py's own verdict on the config file (parse and every check before the data loads), or None."""
+    from . import config, distributed
+
+    try:
+        script_args, training_args, model_args, _ = config.parse_args(["--config", path])
+        config.check_arguments(script_args, training_args)
+        distributed.check_launch(script_args, training_args, model_args)
+    except (ValueError, FileNotFoundError) as error:
+        return (str(error).strip().splitlines() or [type(error).__name__])[0]
+    return None
 
 
 def _hub_reachable() -> bool:
