@@ -101,6 +101,14 @@ def cache_keys(out: Path) -> list[str]:
     return keys
 
 
+def test_duplicate_rows_are_sampled_once_and_never_counted_as_cached():
+    rows = [{"q": "a"}, {"q": "b"}, {"q": "a"}, {"q": "c"}, {"q": "a"}]
+    pending, cached, duplicates = filtering.plan(rows, lambda row: row["q"], {})
+    assert [row["q"] for row in pending] == ["a", "b", "c"] and cached == 0 and duplicates == 2
+    pending, cached, duplicates = filtering.plan(rows, lambda row: row["q"], {"a": {}, "c": {}})
+    assert [row["q"] for row in pending] == ["b"] and cached == 2 and duplicates == 2
+
+
 @pytest.mark.slow
 def test_end_to_end_with_kill_and_resume(tmp_path):
     out = tmp_path / "filtered.jsonl"

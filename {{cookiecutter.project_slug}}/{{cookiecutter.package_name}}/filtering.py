@@ -239,6 +239,22 @@ def sample_pending(
             f"batch), {elapsed:.0f} s elapsed, ETA {eta:.0f} s")
 
 
+def plan(rows: list[dict], key_of, cache: dict) -> tuple[list[dict], int, int]:
+    """(the rows to sample, how many distinct rows the cache holds, how many rows repeat an earlier one): a
+    duplicated row is sampled, or read from the cache, once."""
+    pending, seen, cached = [], set(), 0
+    for row in rows:
+        key = key_of(row)
+        if key in seen:
+            continue
+        seen.add(key)
+        if key in cache:
+            cached += 1
+        else:
+            pending.append(row)
+    return pending, cached, len(rows) - len(seen)
+
+
 def run(args: argparse.Namespace, log=print) -> dict:
     """Sample what the cache lacks, then write the filtered dataset and the reports; returns the summary."""
     settings = settings_from_args(args)
@@ -257,15 +273,9 @@ def run(args: argparse.Namespace, log=print) -> dict:
     def key_of(row: dict) -> str:
         return row_key(row, fp)
 
-    cache = read_cache(paths["cache"])
-    pending, seen = [], set()
-    for row in rows:
-        key = key_of(row)
-        if key not in cache and key not in seen:  # a duplicated row is sampled once
-            seen.add(key)
-            pending.append(row)
-    log(f"filter: {len(rows)} training prompts, {len(rows) - len(pending)} from the cache {paths['cache']}, "
-        f"{len(pending)} to sample with {settings.num_samples} completions each ({backend})")
+    pending, cached, duplicates = plan(rows, key_of, read_cache(paths["cache"]))
+    log(f"filter: {len(rows)} training prompts ({duplicates} duplicates of another), {cached} from the cache "
+        f"{paths['cache']}, {len(pending)} to sample with {settings.num_samples} completions each ({backend})")
     sample_pending(settings, base, adapter, backend, tokenizer, pending, key_of, paths["cache"], correctness, log)
 
     cache = read_cache(paths["cache"])
@@ -282,7 +292,8 @@ def run(args: argparse.Namespace, log=print) -> dict:
         "high": args.high,
         "samples": settings.num_samples,
         "sampled_now": len(pending),
-        "from_cache": len(rows) - len(pending),
+        "from_cache": cached,
+        "duplicates": duplicates,
         "model": base,
         "adapter": adapter,
         "backend": backend,
