@@ -2,6 +2,7 @@
 
 import json
 import math
+import re
 from itertools import combinations
 from pathlib import Path
 
@@ -31,6 +32,8 @@ def report_dir(trained, tmp_path_factory):
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "| accuracy |" in done.stdout
+    # progress while it generates: what, then every batch with an ETA
+    assert "eval: generating " in done.stderr and re.search(r"eval: \d+/\d+ prompts x 2 samples, .*ETA", done.stderr)
     return out
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass
 from importlib.util import find_spec
 from pathlib import Path
@@ -118,10 +119,10 @@ def load_model(base: str, adapter: str | None, settings: Settings):
 
 
 def generate_transformers(
-    settings: Settings, base: str, adapter: str | None, tokenizer, prompts: list, engine=None
+    settings: Settings, base: str, adapter: str | None, tokenizer, prompts: list, engine=None, progress=None
 ) -> list:
     """Completions per prompt (``num_samples`` each) from batched ``generate`` with left padding; ``engine`` is a
-    model already loaded by ``load_model`` (loaded here when None)."""
+    model already loaded by ``load_model`` (loaded here when None); ``progress(line)`` hears of every batch."""
     import torch
     from transformers import set_seed
 
@@ -140,6 +141,7 @@ def generate_transformers(
         "eos_token_id": stop,
     }
     out: list[list[Sample]] = []
+    started = time.monotonic()
     for start in range(0, len(all_ids), settings.batch_size):
         batch = all_ids[start : start + settings.batch_size]
         width = max(len(ids) for ids in batch)
@@ -156,6 +158,10 @@ def generate_transformers(
                 ids, truncated = cut_at_eos(ids, set(stop), max_len)
                 group.append(Sample(tokenizer.decode(ids, skip_special_tokens=True), ids, truncated))
             out.append(group)
+        if progress is not None:
+            elapsed = time.monotonic() - started
+            progress(f"{len(out)}/{len(all_ids)} prompts x {settings.num_samples} samples, {elapsed:.0f} s, "
+                     f"ETA {elapsed / len(out) * (len(all_ids) - len(out)):.0f} s")
     return out
 
 

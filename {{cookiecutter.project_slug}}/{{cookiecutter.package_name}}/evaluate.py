@@ -74,8 +74,14 @@ def evaluate(settings: Settings, out_dir: Path) -> dict:
     rewards = {name: build_reward(name, reward_settings(settings)) for name in reward_names()}
     tokenizer = load_tokenizer(base, adapter, settings)
     rows = eval_rows(settings, tokenizer)
-    generate = generate_vllm if backend == "vllm" else generate_transformers
-    samples = generate(settings, base, adapter, tokenizer, [row["prompt"] for row in rows])
+    prompts = [row["prompt"] for row in rows]
+    print(f"eval: generating {len(prompts)} prompts x {settings.num_samples} samples ({backend})", file=sys.stderr,
+          flush=True)
+    if backend == "vllm":  # one batch: vLLM schedules every request itself
+        samples = generate_vllm(settings, base, adapter, tokenizer, prompts)
+    else:
+        samples = generate_transformers(settings, base, adapter, tokenizer, prompts,
+                                        progress=lambda line: print(f"eval: {line}", file=sys.stderr, flush=True))
     scores = score_samples(rows, samples, rewards)
     report = {
         "model": base,
