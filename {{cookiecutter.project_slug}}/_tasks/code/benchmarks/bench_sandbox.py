@@ -17,6 +17,7 @@ so that a slow spell of a noisy machine falls on all three alike.
 
 Prints jobs/s for each and the ratios to the in-process limit (the sandbox's target is >= 0.5). Jobs are
 HumanEval-like: each row's solution, its asserts, and the same asserts as a HumanEval ``check(candidate)`` function.
+HumanEval rows run as the reward runs them: the helpers their prompt defines on the trusted side (``prompt_helpers``).
 Run from the project root::
 
     python benchmarks/bench_sandbox.py                       # data/sample.jsonl, 3 rounds of 1200 jobs
@@ -43,10 +44,12 @@ sys.path.insert(0, str(ROOT))
 from _pkg import PKG  # noqa: E402
 
 sandbox = importlib.import_module(f"{PKG}.sandbox")
+prompt_helpers = importlib.import_module(f"{PKG}.rewards.task").prompt_helpers
 
 
-def load_jobs(path: Path) -> list[tuple[str, list[str], str]]:
-    """(solution, tests, entry point) per job; sample rows give two jobs (plain asserts and check(candidate))."""
+def load_jobs(path: Path) -> list[tuple[str, list[str], str, str]]:
+    """(solution, tests, entry point, the prompt's helpers) per job; sample rows give two jobs (plain asserts and
+    check(candidate))."""
     jobs = []
     for line in path.read_text().splitlines():
         if not line.strip():
@@ -54,18 +57,19 @@ def load_jobs(path: Path) -> list[tuple[str, list[str], str]]:
         row = json.loads(line)
         if "canonical_solution" in row:  # HumanEval format
             code = row["prompt"] + row["canonical_solution"]
-            jobs.append((code, [row["test"] + f"\ncheck({row['entry_point']})\n"], row["entry_point"]))
+            test = row["test"] + f"\ncheck({row['entry_point']})\n"
+            jobs.append((code, [test], row["entry_point"], prompt_helpers(row["prompt"], row["entry_point"])))
             continue
         entry = row["entry_point"]
-        jobs.append((row["solution"], list(row["tests"]), entry))
+        jobs.append((row["solution"], list(row["tests"]), entry, ""))
         body = "\n".join("    " + t.replace(entry + "(", "candidate(").replace("\n", "\n    ") for t in row["tests"])
-        jobs.append((row["solution"], [f"def check(candidate):\n{body}\n\ncheck({entry})\n"], entry))
+        jobs.append((row["solution"], [f"def check(candidate):\n{body}\n\ncheck({entry})\n"], entry, ""))
     return jobs
 
 
-def _inprocess(job: tuple[str, list[str], str]) -> tuple[bool, float]:
+def _inprocess(job: tuple[str, list[str], str, str]) -> tuple[bool, float]:
     """(whether every test passed, seconds spent)."""
-    code, tests, _ = job
+    code, tests = job[:2]
     t0 = time.perf_counter()
     ns: dict = {"__name__": "__main__"}
     ok = True
@@ -143,7 +147,7 @@ def inprocess_time(pool, jobs: list, procs: int) -> tuple[float, int]:
 
 def sandbox_time(box, jobs: list) -> tuple[float, int]:
     """(wall-clock time of the batch, jobs that passed every test)."""
-    batch = [sandbox.Job(c, t, entry_point=e) for c, t, e in jobs]
+    batch = [sandbox.Job(c, t, entry_point=e, helpers=h) for c, t, e, h in jobs]
     t0 = time.perf_counter()
     results = box.run_batch(batch)
     wall = time.perf_counter() - t0
@@ -172,7 +176,7 @@ def main() -> None:
     sides = ("limit", "sandbox", "floor")
     with sandbox.Sandbox(cfg) as box, multiprocessing.get_context("fork").Pool(procs) as pool:
         mode = box.start()
-        box.run_batch([sandbox.Job(c, t, entry_point=e) for c, t, e in pairs])  # warm-up
+        box.run_batch([sandbox.Job(c, t, entry_point=e, helpers=h) for c, t, e, h in pairs])  # warm-up
         pool.map(_inprocess, jobs[: procs * 4])
         ratios, floors = [], []
         for r in range(args.rounds):

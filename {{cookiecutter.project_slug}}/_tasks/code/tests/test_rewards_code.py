@@ -157,6 +157,43 @@ def test_hacks_get_nothing() -> None:
     assert score(hacks) == [0.0] * len(hacks)
 
 
+# A HumanEval-style row (HumanEval/38): the prompt defines a helper the tests call, and the target's signature.
+CYCLIC_PROMPT = (
+    "def encode_cyclic(s: str):\n"
+    "    groups = [s[(3 * i):min((3 * i + 3), len(s))] for i in range((len(s) + 2) // 3)]\n"
+    "    groups = [(group[1:] + group[0]) if len(group) == 3 else group for group in groups]\n"
+    "    return ''.join(groups)\n\n\n"
+    "def decode_cyclic(s: str):\n"
+    '    """takes as input string encoded with encode_cyclic function. Returns decoded string."""\n'
+)
+CYCLIC_TESTS = [
+    "def check(candidate):\n    for s in ('abcdefg', 'hello world', 'xy'):\n"
+    "        assert candidate(encode_cyclic(s)) == s\ncheck(decode_cyclic)"
+]
+
+
+def test_helpers_of_the_prompt_cannot_be_redefined() -> None:
+    """The tests call the prompt's ``encode_cyclic``: a solution that redefines it (and its target) as the identity
+    scores 0, as it did 1; right solutions score 1 with or without their own copy of the helper."""
+    identity = "def encode_cyclic(s):\n    return s\n\ndef decode_cyclic(s):\n    return s"
+    right = "def decode_cyclic(s):\n    return encode_cyclic(encode_cyclic(s))"
+    alone = (
+        "def decode_cyclic(s):\n    groups = [s[3 * i:3 * i + 3] for i in range((len(s) + 2) // 3)]\n"
+        "    return ''.join(g[-1] + g[:-1] if len(g) == 3 else g for g in groups)"
+    )
+    completions = [wrap(identity), wrap(CYCLIC_PROMPT.split("def decode")[0] + right), wrap(alone)]
+    n = len(completions)
+    got = correctness_reward(completions=completions, tests=[CYCLIC_TESTS] * n, entry_point=["decode_cyclic"] * n,
+                             question=[CYCLIC_PROMPT] * n)  # fmt: skip
+    assert got == [0.0, 1.0, 1.0]
+    helpers = code_task.prompt_helpers(CYCLIC_PROMPT, "decode_cyclic")
+    assert "def encode_cyclic" in helpers and "decode_cyclic" not in helpers
+    fenced = f"Complete decode_cyclic:\n```python\n{CYCLIC_PROMPT}```"
+    assert code_task.prompt_helpers(fenced, "decode_cyclic") == helpers
+    assert code_task.prompt_helpers("Write a function add(a, b) that adds.", "add") == ""
+    assert code_task.prompt_helpers("def add(a, b):\n    'Add.'", "add") == ""  # only the target: no helper
+
+
 def test_contract_edges() -> None:
     right = wrap("def add(a, b):\n    return a + b")
     # Unknown kwargs are accepted; missing tests score 0; lengths always match.

@@ -9,6 +9,7 @@ protection in bubblewrap mode; CI sets GRPO_REQUIRE_BWRAP=1, where bubblewrap's 
 # ruff: noqa: E501  (the hostile programs are kept one statement per source line)
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -205,6 +206,19 @@ VERDICT = {
         "        try: open(f'/proc/{p}/mem', 'wb').write(b'x')\n        except OSError: pass"
     ),
     "fill_tmp": "try:\n    with open('/tmp/fill', 'wb') as f:\n        while True: f.write(b'x' * (1 << 20))\nexcept OSError: pass",
+    # Replies that cost the trusted side time or memory to decode (ints k * (2**61 - 1) all hash to 0).
+    "colliding_set_reply": (
+        "import os, struct, time\ndef add(a, b):\n    d = ('{\"v\":{\"s\":[' + ','.join(str(k * (2**61 - 1)) for k in range(1, 40000)) + ']}}').encode()\n"
+        "    os.write(4, struct.pack('!I', len(d)) + d)\n    time.sleep(60)"
+    ),
+    "colliding_names_frame": (  # the first frame the trainer reads: the solution's names, decoded before any test
+        "import os, struct\nd = ('{\"names\":{\"f\":[' + ','.join('{\"t\":[%d]}' % (k * (2**61 - 1)) for k in range(1, 40000)) + ']}}').encode()\n"
+        "os.write(4, struct.pack('!I', len(d)) + d)"
+    ),
+    "empty_lists_reply": (
+        "import os, struct, time\ndef add(a, b):\n    d = b'{\"v\":[' + b','.join([b'[]'] * (1 << 20)) + b']}'\n"
+        "    os.write(4, struct.pack('!I', len(d)) + d)\n    time.sleep(60)"
+    ),
     "unreadable_tmp_dir": "import os\nos.makedirs('/tmp/locked/inner', exist_ok=True)\nos.chmod('/tmp/locked/inner', 0)\nos.chmod('/tmp/locked', 0)",
 }
 
@@ -407,19 +421,182 @@ def test_solutions_import_the_standard_library(box) -> None:
 
 
 def test_jobs_share_no_state(box) -> None:
-    """Each job runs in a fresh process: what one job does to modules the worker preloads, to builtins or to /tmp is
-    gone for the next job on the same worker."""
+    """Each job runs in a fresh process: what one job does to modules the worker preloads, to builtins or to its
+    directory (/tmp with bubblewrap) is gone for the next job on the same worker."""
     poison = (
         "import builtins, math, typing, re\nmath.MARK = 1\nmath.fsum = lambda *a: 5555\ntyping.List = None\n"
-        "re.compile = None\nbuiltins.len = lambda *a: 0\nopen('/tmp/mark', 'w').write('x')\n" + RIGHT
+        "re.compile = None\nbuiltins.len = lambda *a: 0\nopen('mark', 'w').write('x')\n" + RIGHT
     )
     clean = (
         "import builtins, math, os, re\nfrom typing import List\n"
         "def add(a, b):\n    assert not hasattr(math, 'MARK') and List is not None and len([1]) == 1\n"
-        "    assert re.compile('x') and not os.path.exists('/tmp/mark')\n    return int(math.fsum([a, b]))"
+        "    assert re.compile('x') and not os.path.exists('mark')\n    return int(math.fsum([a, b]))"
     )
     res = box.run_batch([sandbox.Job(poison, TESTS)] * 2 + [sandbox.Job(clean, TESTS)] * 4)
     assert [r.fraction for r in res[2:]] == [1.0] * 4, res  # (the poisoned jobs break their own replies: len)
+
+
+# Kernel objects that outlive a job (or hold memory no process maps): each program answers right only if an earlier
+# copy of itself on the same worker left its mark (or it held twice its memory budget outside its processes), so
+# any credit shows state crossed from one job to another. _NR: system call numbers without a libc wrapper.
+_NR = dict(zip(("add_key", "keyctl", "tgkill", "rt_sigqueueinfo"),
+               {"aarch64": (217, 219, 131, 138)}.get(os.uname().machine, (248, 250, 234, 129)), strict=True))  # fmt: skip
+_LIBC = "import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+_MARKED = "\ndef add(a, b): return a + b if seen else a - b"
+STATE = {
+    "sysv_shm_mark": _LIBC + "seen = libc.shmget(0x5EED, 4096, 0) >= 0\nlibc.shmget(0x5EED, 4096, 0o1666)" + _MARKED,
+    "sysv_msg_mark": _LIBC + "seen = libc.msgget(0x5EED, 0) >= 0\nlibc.msgget(0x5EED, 0o1666)" + _MARKED,
+    "sysv_sem_mark": _LIBC + "seen = libc.semget(0x5EED, 1, 0) >= 0\nlibc.semget(0x5EED, 1, 0o1666)" + _MARKED,
+    "posix_mq_mark": (
+        _LIBC + "rt = ctypes.CDLL('librt.so.1', use_errno=True)\nseen = rt.mq_open(b'/grpo-mark', os.O_RDONLY) >= 0\n"
+        "rt.mq_open(b'/grpo-mark', os.O_RDONLY | os.O_CREAT, 0o666, None)" + _MARKED
+    ),
+    "user_keyring_mark": (  # keyctl(KEYCTL_SEARCH, user keyring), add_key(..., KEY_SPEC_USER_KEYRING)
+        _LIBC + f"seen = libc.syscall({_NR['keyctl']}, 10, -4, b'user', b'grpo-mark', 0) >= 0\n"
+        f"libc.syscall({_NR['add_key']}, b'user', b'grpo-mark', b'1', 1, -4)" + _MARKED
+    ),
+    "session_keyring_mark": (
+        _LIBC + f"seen = libc.syscall({_NR['keyctl']}, 10, -3, b'user', b'grpo-mark', 0) >= 0\n"
+        f"libc.syscall({_NR['add_key']}, b'user', b'grpo-mark', b'1', 1, -3)" + _MARKED
+    ),
+    "detached_shm_holds_memory": (  # 32 x 16 MiB, each touched while attached, then detached: mapped by no process
+        _LIBC + "libc.shmat.restype = ctypes.c_void_p\nn = 0\nfor _ in range(32):\n"
+        "    s = libc.shmget(0, 16 << 20, 0o600)\n    p = libc.shmat(s, None, 0) if s >= 0 else None\n"
+        "    if p not in (None, 2**64 - 1):\n        ctypes.memset(p, 1, 16 << 20)\n        libc.shmdt(ctypes.c_void_p(p))\n"
+        "        n += 1\nseen = n == 32" + _MARKED
+    ),
+    "memfd_holds_memory": (
+        "import os\nfds = []\nfor _ in range(32):\n    try:\n        fd = os.memfd_create('x')\n"
+        "        os.write(fd, b'x' * (16 << 20))\n        fds.append(fd)\n    except OSError: pass\nseen = len(fds) == 32"
+        + _MARKED
+    ),
+}
+# Each tries to stop (or cripple) the worker, so that the next job on it, a correct sibling, fails.
+_STOP = "import os, signal\nw = os.getppid()\ntry:\n    {}\nexcept OSError: pass"
+WORKER = {
+    "sigstop_worker": _STOP.format("os.kill(w, signal.SIGSTOP)"),
+    "sigstop_everyone": _STOP.format("os.kill(-1, signal.SIGSTOP)"),
+    "sigstop_worker_group": _STOP.format("os.killpg(os.getpgid(w), signal.SIGSTOP)"),
+    "join_worker_group_then_kill0": _STOP.format(
+        "os.setpgid(0, os.getpgid(w))\n    if os.fork() == 0:\n        os.kill(0, signal.SIGSTOP)\n        os._exit(0)\n    os.wait()"
+    ),
+    "pidfd_send_signal": _STOP.format("signal.pidfd_send_signal(os.pidfd_open(w), signal.SIGSTOP)"),
+    "proc_dir_as_pidfd": _STOP.format("signal.pidfd_send_signal(os.open(f'/proc/{w}', os.O_RDONLY), signal.SIGSTOP)"),
+    "tgkill_worker": _STOP.format(f"import ctypes; ctypes.CDLL(None).syscall({_NR['tgkill']}, w, w, signal.SIGSTOP)"),
+    "sigqueue_worker": _STOP.format(  # rt_sigqueueinfo with si_code SI_QUEUE (-1)
+        "import ctypes; info = (ctypes.c_int * 32)(signal.SIGSTOP, 0, -1)\n"
+        f"    ctypes.CDLL(None).syscall({_NR['rt_sigqueueinfo']}, w, signal.SIGSTOP, info)"
+    ),
+    "sigio_owner_worker": _STOP.format(
+        "import fcntl\n    r, x = os.pipe()\n    fcntl.fcntl(r, fcntl.F_SETOWN, w)\n    fcntl.fcntl(r, fcntl.F_SETSIG, signal.SIGSTOP)\n"
+        "    fcntl.fcntl(r, fcntl.F_SETFL, os.O_ASYNC)\n    os.write(x, b'x')"
+    ),
+    "fiosetown_worker": _STOP.format(
+        "import fcntl, socket, struct\n    a, b = socket.socketpair()\n    fcntl.ioctl(a, 0x8901, struct.pack('i', w))\n"
+        "    fcntl.fcntl(a, fcntl.F_SETFL, os.O_ASYNC)\n    b.send(b'x')"
+    ),
+    "ptrace_seize_worker": _STOP.format(
+        "import ctypes; libc = ctypes.CDLL(None)\n    libc.ptrace(0x4206, w, 0, 0)\n    libc.ptrace(0x4207, w, 0, 0)"  # SEIZE, INTERRUPT
+    ),
+    "prlimit_worker": _STOP.format("import resource; resource.prlimit(w, resource.RLIMIT_FSIZE, (0, 0))"),
+    "worker_priority_and_cpus": _STOP.format(
+        "os.setpriority(os.PRIO_PROCESS, w, 19)\n    os.sched_setaffinity(w, {0})"
+    ),
+}
+
+if os.uname().machine == "x86_64":  # kill(worker, SIGSTOP) through the i386 ABI (int 0x80): other numbers, same kernel
+    WORKER["i386_abi_sigstop_worker"] = (
+        "import ctypes, mmap, os, struct\nw = os.getppid()\n"
+        "code = b'\\xb8\\x25\\x00\\x00\\x00\\xbb' + struct.pack('<i', w) + b'\\xb9\\x13\\x00\\x00\\x00\\xcd\\x80\\xc3'\n"
+        "m = mmap.mmap(-1, 4096, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)\nm.write(code)\n"
+        "ctypes.CFUNCTYPE(ctypes.c_int)(ctypes.addressof(ctypes.c_char.from_buffer(m)))()"
+    )
+
+
+def _kernel_objects(b, out: Path) -> list[str]:
+    """IPC objects and keys owned by the jobs' uid, as a job sees them (its worker's IPC namespace with bubblewrap,
+    the host's in unsafe mode): their ids, and a key's type and description (a keyring's counts its keys)."""
+    probe = (
+        "import os\ndef probe():\n    me, out = str(os.getuid()), []\n"
+        "    for name, col in (('shm', 7), ('msg', 7), ('sem', 4)):\n"
+        "        rows = [r.split() for r in open('/proc/sysvipc/' + name).read().splitlines()[1:]]\n"
+        "        out += [f'{name} {r[0]} {r[1]}' for r in rows if r[col] == me]\n"
+        "    keys = [r.split() for r in open('/proc/keys').read().splitlines()]\n"
+        "    return sorted(out + [' '.join([r[0]] + r[7:]) for r in keys if r[5] == me])"
+    )
+    (res,) = b.run_batch([sandbox.Job(probe, [f"import json\njson.dump(probe(), open({str(out)!r}, 'w'))"])])
+    assert res.fraction == 1.0, res
+    return json.loads(out.read_text())
+
+
+@pytest.fixture(params=MODES)
+def box1(request: pytest.FixtureRequest):
+    """One worker: every job of a batch runs on it, one after the other."""
+    if request.param == "bwrap":
+        _need_bwrap()
+    b = _box(request.param, workers=1)
+    b.start()
+    yield b
+    b.close()
+
+
+def test_no_state_outlives_a_job(box1, tmp_path: Path) -> None:
+    """No job leaves an IPC object or a key a later job on its worker can find, or holds memory outside its budget.
+    Copies of one completion around a correct sibling: every copy scores 0 and the sibling 1, nothing is left."""
+    before = _kernel_objects(box1, tmp_path / "objects.json")  # the trainer's own session keyring, say
+    for name, code in STATE.items():
+        hostile = sandbox.Job(code, TESTS)
+        res = box1.run_batch([hostile, hostile, sandbox.Job(RIGHT, TESTS), hostile])
+        assert [r.fraction for r in res] == [0.0, 0.0, 1.0, 0.0], (name, res)
+        assert _kernel_objects(box1, tmp_path / "objects.json") == before, name
+        assert _left_behind(box1) == [], name
+
+
+def test_jobs_cannot_stop_their_worker(box1) -> None:
+    """No job can signal, trace, limit or slow its worker: the correct sibling after it, on the same worker, scores
+    exactly 1 at once, and the worker is the same one (it was not lost and replaced)."""
+    worker = box1._workers[0].proc.pid
+    for name, code in WORKER.items():
+        hostile = sandbox.Job(_get_add(code), TESTS)
+        res = box1.run_batch([hostile, sandbox.Job(RIGHT, TESTS), hostile, sandbox.Job(RIGHT, TESTS)])
+        assert [r.fraction for r in res] == [0.0, 1.0, 0.0, 1.0], (name, res)
+        assert all(r.elapsed_s < box1.config.timeout_s for r in res), (name, res)
+        assert box1._workers[0].proc.pid == worker, name
+        assert _left_behind(box1) == [], name
+
+
+def test_a_retry_on_a_fresh_worker_gets_a_fresh_deadline(box1) -> None:
+    """When a worker cannot take the next job (here stopped from outside), that job runs on a fresh worker with its
+    whole time: the wait for the failed worker must not be charged to it."""
+    box1.run_batch([sandbox.Job(RIGHT, TESTS)])
+    w = box1._workers[0]
+    stack = [w.proc.pid]
+    while stack:
+        pid = stack.pop()
+        os.kill(pid, signal.SIGSTOP)
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{tid}/children") as f:
+                stack += [int(k) for k in f.read().split()]
+    (res,) = box1.run_batch([sandbox.Job(RIGHT, TESTS)])
+    assert res.fraction == 1.0, res
+    assert box1._workers[0] is not w
+
+
+HELPER = "def encode_cyclic(s):\n    return s[1:] + s[:1]"
+CHECK = "def check(candidate):\n    for s in ('abc', 'hello'):\n        assert candidate(encode_cyclic(s)) == s\ncheck(decode_cyclic)"
+
+
+def test_the_rows_helpers_cannot_be_replaced(box) -> None:
+    """A helper the row defines (HumanEval's ``encode_cyclic``) runs on the trusted side: a solution that redefines
+    it and its target as the identity scores 0; right solutions score 1, with or without their own copy of it."""
+    identity = "def encode_cyclic(s):\n    return s\ndef decode_cyclic(s):\n    return s"
+    right = "def decode_cyclic(s):\n    return s[-1:] + s[:-1]"
+    jobs = [sandbox.Job(code, [CHECK], entry_point="decode_cyclic", helpers=HELPER)
+            for code in (identity, right, HELPER + "\n" + right)]  # fmt: skip
+    jobs.append(sandbox.Job(right, [CHECK], entry_point="decode_cyclic", helpers="raise ValueError('bad row')"))
+    res = box.run_batch(jobs)
+    assert [r.fraction for r in res] == [0.0, 1.0, 1.0, 0.0], res
+    assert "helpers failed" in res[3].error
 
 
 # Reads every private writable mapping of its own process (the memory it inherited from the worker) and returns the
@@ -549,5 +726,64 @@ def test_package_is_stdlib_only_and_small() -> None:
     pkg = Path(sandbox.__file__).parent
     for f in pkg.glob("*.py"):
         assert len(f.read_text().splitlines()) <= 500, f
-    for name in ("worker.py", "wire.py"):  # started by path inside the sandbox: no relative imports
+    for name in ("worker.py", "wire.py", "seccomp.py"):  # started by path inside the sandbox: no relative imports
         assert "from ." not in (pkg / name).read_text()
+
+
+def test_wire_decodes_hostile_replies_in_bounded_time_and_memory() -> None:
+    """The trainer decodes every reply outside the job's limits: whatever a reply holds, it is decoded or refused
+    within a second and 64 MiB. Ints k * (2**61 - 1) all hash to 0, and so do floats 2.0 ** (61 k) to 1, tuples
+    of them alike: a set or dict of them used to take n**2/2 comparisons (~30 s for 1 MB)."""
+    import time
+    import tracemalloc
+
+    wire = mod("sandbox.wire")
+    p = 2**61 - 1
+
+    def tagged(tag: str, items: list[str]) -> str:
+        return "{" + f'"{tag}":[' + ",".join(items) + "]}"
+
+    refused = {
+        "colliding ints": tagged("s", [str(k * p) for k in range(1, 40000)]),
+        "colliding floats": tagged("f", [repr(2.0 ** (61 * k)) for k in range(17)]),
+        "colliding tuples": tagged("s", [tagged("t", [str(k * p), "1"]) for k in range(1, 40000)]),
+        "colliding dict keys": tagged("d", [f"[{k * p},0]" for k in range(1, 40000)]),
+        "colliding frozensets": tagged("s", [tagged("f", [str(k * p)]) for k in range(1, 40000)]),
+        "too many values": "[" + ",".join(["[]"] * (1 << 20)) + "]",  # 3 MiB
+        "unhashable item": tagged("s", ["[]"]),
+        "deep": "[" * 200000 + "]" * 200000,
+    }
+    for name, text in refused.items():
+        t0 = time.perf_counter()
+        with pytest.raises((ValueError, RecursionError)):
+            wire.decode(text.encode())
+        assert time.perf_counter() - t0 < 1.0, name
+    many = wire.MAX_VALUES - 10
+    accepted = {  # the most a reply may hold, in its costliest shapes; strings hash with a keyed SipHash
+        "empty lists": "[" + ",".join(["[]"] * (many // 2)) + "]",
+        "distinct ints": tagged("s", [str(k) for k in range(many // 2)]),
+        "distinct strings": tagged("s", [f'"s{k}"' for k in range(many // 2)]),
+        "few collisions": tagged("s", [str(k * p) for k in range(1, 9)] + ["-1", "-2"]),  # hash(-1) == hash(-2)
+        "long string": '"' + "x" * (wire.MAX_FRAME - 16) + '"',
+    }
+    for name, text in accepted.items():
+        t0 = time.perf_counter()
+        wire.decode(text.encode())
+        assert time.perf_counter() - t0 < 1.0, name
+        tracemalloc.start()
+        try:
+            wire.decode(text.encode())
+            assert tracemalloc.get_traced_memory()[1] < 64 << 20, name
+        finally:
+            tracemalloc.stop()
+    assert wire.decode(tagged("s", [str(k * p) for k in range(1, 9)])) == {k * p for k in range(1, 9)}
+
+
+def test_seccomp_filter_is_built_for_each_supported_abi() -> None:
+    """The filter assembles for x86_64 and aarch64 (every jump within reach) and is refused for any other machine."""
+    seccomp = mod("sandbox.seccomp")
+    for machine in ("x86_64", "aarch64"):
+        program = seccomp.program(machine, [1, 2, 3])
+        assert len(program) % 8 == 0 and 40 < len(program) // 8 < 256
+    with pytest.raises(ValueError, match="x86_64 and aarch64"):
+        seccomp.program("riscv64", [1])

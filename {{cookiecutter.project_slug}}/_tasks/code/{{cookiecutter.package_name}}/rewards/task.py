@@ -13,14 +13,20 @@ Code extraction (:func:`extract_code`): the last fenced block (```python, ```pyt
 answer-block text. A leading byte-order mark is ignored, and a final fence left open runs to the end of the text.
 
 Columns used: ``tests`` (list of snippets) and optionally ``entry_point`` (function name; when given and the code
-defines no such name, the tests fail on their own, so it is only used for an early, cheap 0.0). Stdlib only at
-module level; the sandbox starts its workers when the run builds the reward, so a missing bubblewrap is reported
-before any weight is loaded.
+defines no such name, the tests fail on their own, so it is only used for an early, cheap 0.0) and ``question``.
+When a row has an ``entry_point`` and its question is Python (a HumanEval prompt) or holds fenced Python blocks, the
+functions and classes it defines other than the entry point (with its imports and assignments) are the row's
+helpers (:func:`prompt_helpers`): they run on the trusted side, so a test that calls ``encode_cyclic`` calls the
+prompt's, never one the solution redefines (the identity, say, with an identity ``decode_cyclic``). A row without
+an ``entry_point``, or whose helpers are only described in prose, has no such protection: the tests then call
+whatever the solution defines under those names. Stdlib only at module level; the sandbox starts its workers when
+the run builds the reward, so a missing bubblewrap is reported before any weight is loaded.
 """
 
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import sys
 from typing import Any
@@ -71,6 +77,26 @@ def parses(code: str | None) -> bool:
     return True
 
 
+_HELPER_NODES = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Assign,
+                 ast.AnnAssign)  # fmt: skip
+
+
+@functools.lru_cache(maxsize=4096)
+def prompt_helpers(question: str, entry_point: str) -> str:
+    """The definitions of a row's question other than ``entry_point``'s (see the module docstring), as code; "" when
+    it defines no function or class besides the entry point. The question is Python itself, else its fenced blocks."""
+    blocks = [question] + _FENCE.findall(question)
+    for source in blocks:
+        try:
+            tree = ast.parse(source)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
+        kept = [n for n in tree.body if isinstance(n, _HELPER_NODES) and getattr(n, "name", "") != entry_point]
+        if any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) for n in kept):
+            return ast.unparse(ast.Module(body=kept, type_ignores=[]))
+    return ""
+
+
 def _tests_of(value: object) -> list[str]:
     if isinstance(value, str):  # a single snippet, or a JSON list as stored in a CSV
         if value.lstrip().startswith("["):
@@ -108,7 +134,7 @@ class Correctness:
 
     def __call__(
         self, prompts: object = None, completions: object = None, tests: object = None, entry_point: object = None,
-        **kwargs: Any,
+        question: object = None, **kwargs: Any,
     ) -> list[float | None]:  # fmt: skip
         n = _safe_len(completions)
         scores: list[float | None] = [0.0] * n
@@ -116,6 +142,7 @@ class Correctness:
             texts = [completion_text(c) for c in completions] if n else []  # type: ignore[union-attr]
             all_tests = column(tests, n)
             entries = column(entry_point, n)
+            questions = column(question, n)
             jobs: list[sandbox.Job] = []
             where: list[int] = []
             for i, text in enumerate(texts):
@@ -124,7 +151,8 @@ class Correctness:
                 entry = entries[i] if isinstance(entries[i], str) and entries[i].isidentifier() else None
                 if not code or not row_tests or not parses(code) or (entry and not _defines(code, entry)):
                     continue
-                jobs.append(sandbox.Job(code=code, tests=row_tests, entry_point=entry))
+                helpers = prompt_helpers(questions[i], entry) if entry and isinstance(questions[i], str) else ""
+                jobs.append(sandbox.Job(code=code, tests=row_tests, entry_point=entry, helpers=helpers))
                 where.append(i)
             if jobs:
                 for i, result in zip(where, self.sandbox.run_batch(jobs), strict=True):
@@ -168,5 +196,6 @@ def syntax_reward(prompts: object = None, completions: object = None, **kwargs: 
 
 
 __all__ = [
-    "Correctness", "correctness_for_run", "extract_code", "make_correctness", "parses", "syntax_reward",
+    "Correctness", "correctness_for_run", "extract_code", "make_correctness", "parses", "prompt_helpers",
+    "syntax_reward",
 ]  # fmt: skip

@@ -9,19 +9,33 @@ What it guarantees
   of them; anything else fails the test). The child never sees the tests, the expected values or the harness, and
   nothing it does to its own interpreter (builtins, frames, tracing, exit codes, output, forged objects) can change
   a comparison made here. A test passes only if it runs to the end here without an exception; a broken channel
-  (a malformed reply, a lost worker) ends the job for every later test, whatever the test catches.
+  (a malformed reply, a lost worker) ends the job for every later test, whatever the test catches. The row's own
+  helpers (``Job.helpers``: what a HumanEval prompt defines besides its target, such as ``encode_cyclic``) run here
+  too, so a solution that redefines them cannot answer for them.
+* **Replies are decoded in bounded time and memory** (``wire``): a frame holds at most 4 MiB and 2**19 values,
+  and a set, frozenset or dict with more than 8 hash collisions (ints ``k * (2**61 - 1)`` all hash to 0) is a
+  malformed reply; any reply decodes or is refused in a few tenths of a second and ~40 MiB.
 * **No job sees another.** Every job runs in a fresh child forked from its worker. The trainer passes the job's
   code, calls and answers over two pipes made for that job alone, handed to the child when it is forked: they
   never pass through the worker, and (with bubblewrap) a job's leftover files are removed by a short-lived child,
   so nothing of an earlier job (a sibling completion's code, answers or file names) is in the memory a later child
   inherits, and nothing a job writes into its pipes reaches a later one. Jobs on one worker share no files or
-  processes either.
+  processes either, and no kernel state: the seccomp filter below refuses every call that makes an object outliving
+  its process (System V shared memory, message queues and semaphores, POSIX message queues, keys and keyrings).
+* **No job can reach its worker** (``seccomp``): the worker installs a seccomp filter on itself at start, which
+  every job's process inherits. It refuses signals to the worker, its parent, pid 1 and any process group
+  (``kill(-1)`` included), joining another process group, pidfds, SIGIO owners, ptrace and the other calls that
+  read, limit or reschedule another process (``prlimit``, ``sched_setaffinity``, ``setpriority``...), io_uring,
+  and kills a process that makes a system call of another ABI (x86_64 and aarch64 only; elsewhere the sandbox
+  refuses to start). It costs no time per job (~10 ns per system call). Should a worker still fail between jobs,
+  the next job runs on a fresh worker with its whole time.
 * **No unsafe fallback.** ``isolation: bwrap`` (``auto``/``required`` mean the same) refuses with one line naming
   ``apt-get install bubblewrap`` when bubblewrap cannot start. Running without isolation needs the explicit
   setting ``isolation: unsafe-rlimit-only`` (rlimits only; as root the job runs as a per-worker uid, so the
-  interpreter must be readable by other users, else it refuses too). That mode does not protect the host, and
-  run by a normal user the job shares the trainer's uid: it could then write into the trainer's pipes through
-  ``/proc/<trainer>/fd``, so even verdicts are only as safe as the code is trusted.
+  interpreter must be readable by other users, else it refuses too). That mode does not protect the host (a job's
+  files outside its own directory, in ``/tmp`` say, outlive it), and run by a normal user the job shares the
+  trainer's uid: it could then write into the trainer's pipes through ``/proc/<trainer>/fd``, so even verdicts are
+  only as safe as the code is trusted.
 * **With bubblewrap**, each worker sees a minimal root: read-only ``/usr`` (and ``/lib*``, ``/bin``), the
   interpreter's prefix read-only at ``/sbx/py`` (when it is not under ``/usr``), this package's directory at
   ``/sbx/lib``, a fresh ``/proc`` and a read-only ``/dev``; no ``/etc``, ``/root``, ``/home``, project, venv or
@@ -31,10 +45,11 @@ What it guarantees
   ``/tmp`` is a size-capped tmpfs emptied after every job (the worker is replaced if it cannot be emptied).
 * **Budgets per job**: wall clock (``timeout_s``: loading plus every call), CPU rlimit, ``memory_mb`` as an
   address-space rlimit per process plus a watchdog that kills the job when the resident memory of all its
-  processes together exceeds it, ``max_procs`` as ``RLIMIT_NPROC`` for the job's uid plus the same watchdog
-  (only the watchdog where the kernel ignores that rlimit: bubblewrap in a user namespace started by root), file
-  size and open-file rlimits. After each job the worker kills every process left in its pid namespace, and a
-  batch returns only after every job's clean-up was confirmed.
+  processes together exceeds it (memory no process maps cannot be made: ``memfd_create`` and System V shared
+  memory are refused; files in ``/tmp`` count against ``tmp_mb`` instead), ``max_procs`` as ``RLIMIT_NPROC`` for
+  the job's uid plus the same watchdog (only the watchdog where the kernel ignores that rlimit: bubblewrap in a
+  user namespace started by root), file size and open-file rlimits. After each job the worker kills every process
+  left in its pid namespace, and a batch returns only after every job's clean-up was confirmed.
 
 Not covered: the test snippets are trusted dataset content and run in the trainer without a bound of their own (a
 test that loops forever without calling the solution hangs its thread). A test that relies on the solution

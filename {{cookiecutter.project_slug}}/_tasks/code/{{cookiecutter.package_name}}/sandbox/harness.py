@@ -1,5 +1,7 @@
 """The trusted side of a job: runs the test snippets in this process, with every function of the solution
-replaced by a stub that calls it in the sandbox over the job's own pipes with plain data.
+replaced by a stub that calls it in the sandbox over the job's own pipes with plain data. The row's own helpers
+(``Job.helpers``, e.g. the ``encode_cyclic`` a HumanEval prompt defines and its tests call) run here too: a solution
+that redefines them (say as the identity, with its target) is never called in their place.
 
 Only plain values cross (``None``, bool, int, float, str and lists, tuples, dicts, sets of them), decoded here
 into exact built-in types, so every comparison a test makes is between values this process built. A returned
@@ -181,8 +183,15 @@ def run_tests(job: Job, send: Callable[[bytes], bytes], start_reply: bytes, dead
         return call
 
     ns: dict[str, object] = {"__name__": "__test__", "__builtins__": builtins}
+    if job.helpers:
+        try:
+            exec(compile_test(job.helpers), ns)
+        except Exception as exc:
+            why = f"the row's helpers failed: {_describe(exc)}"[:_REASON]
+            return [TestResult("error", why)] * n, why
     for name in stub_names(job.tests, first["names"], job.entry_point):
-        ns[name] = proxy(name)
+        if name == job.entry_point or name not in ns:  # the row's helpers stay the row's
+            ns[name] = proxy(name)
     results: list[TestResult] = []
     for test in job.tests:
         if gone:

@@ -269,19 +269,19 @@ class Sandbox:
     def _one(self, i: int, job: Job) -> Result:
         start = time.monotonic()
         timeout = float(job.timeout_s or self.config.timeout_s)
-        deadline = start + timeout
-        hard = deadline + _GRACE_S
         w = self._worker(i)
         limits = {"timeout": timeout, "memory_mb": self.config.memory_mb, "max_procs": self.config.max_procs,
                   "max_file_mb": self.config.max_file_mb}  # fmt: skip
         spec = wire.dumps(limits)
         code = wire.dumps(job.code)
         try:
-            first = w.start_job(spec, code, hard)
-        except (WorkerLost, OSError):  # the previous job's clean-up failed: a fresh worker runs this one
-            self._drop(i)
+            deadline = time.monotonic() + timeout
+            first = w.start_job(spec, code, deadline + _GRACE_S)
+        except (WorkerLost, OSError):  # the previous job's clean-up failed: a fresh worker runs this one, from the
+            self._drop(i)  # start of its time (the wait for the failed worker must not use up this job's)
             w = self._worker(i)
-            first = w.start_job(spec, code, hard)
+            deadline = time.monotonic() + timeout
+            first = w.start_job(spec, code, deadline + _GRACE_S)
         tests, error = run_tests(job, w.exchange, first, deadline, self.config.max_calls)
         try:
             w.finish()

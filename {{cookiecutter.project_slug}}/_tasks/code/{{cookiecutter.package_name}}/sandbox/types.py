@@ -59,6 +59,9 @@ class Job:
     tests: list[str]
     timeout_s: float | None = None  # None = the configured default
     entry_point: str | None = None  # a function the tests call under another name (``candidate``), if any
+    # Trusted code of the row run here before the tests, in their namespace (the helpers its prompt defines, such as
+    # HumanEval's ``encode_cyclic``): a name it defines is never taken from the solution, other than ``entry_point``.
+    helpers: str = ""
 
 
 @dataclass

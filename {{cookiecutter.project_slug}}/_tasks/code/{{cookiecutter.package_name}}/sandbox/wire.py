@@ -2,7 +2,21 @@
 
 Frames are a 4-byte big-endian length and a JSON document. Values cross as plain data: ``None``, bool, int,
 float, str as themselves, lists as arrays, and tuples, dicts, sets and frozensets as one-key objects tagged
-``t``, ``d``, ``s``, ``f``. Decoding untrusted text can only ever build those exact built-in types.
+``t``, ``d``, ``s``, ``f``. Decoding untrusted text can only ever build those exact built-in types, and does so in
+bounded time and memory, whatever the text holds (the trainer decodes every reply of a job's child, outside the
+job's limits, with the GIL held):
+
+* a frame holds at most ``MAX_FRAME`` bytes (4 MiB) and a document at most ``MAX_VALUES`` values (2**19), counted as
+  the commas, colons and opening brackets in the text, those inside strings included (so a text of 4 MiB of ``[],``
+  is refused before one list is built); decoding nests at most as deep as the recursion limit (RecursionError);
+* a set, frozenset or dict is built only when at most ``MAX_COLLISIONS`` (8) of its items (keys) share their full
+  hash with an earlier one: items of one hash (ints ``k * (2**61 - 1)`` all hash to 0, and so do tuples built of
+  them) cost n**2/2 comparisons to insert, ~30 s for a 1 MB reply. Strings hash with a keyed SipHash;
+* ints are bounded by the interpreter's limit on digits (``sys.get_int_max_str_digits()``: 4300 by default, since
+  Python 3.10.7).
+
+So decoding any frame takes at most a few tenths of a second and ~40 MiB while it lasts (0.2 s and 32 MiB at worst
+on a 2-core VM, for half a million empty lists or object keys; the tests bound hostile replies at 1 s).
 """
 
 from __future__ import annotations
@@ -12,7 +26,9 @@ import os
 import struct
 from collections.abc import Callable
 
-MAX_FRAME = 16 << 20
+MAX_FRAME = 4 << 20
+MAX_VALUES = 1 << 19
+MAX_COLLISIONS = 8
 # Messages on the trainer's control socket to a worker (one message each, no length prefix): JOB (the job's limits,
 # with the job's two pipe ends attached), FINISH (end the job; FINISH + EOF when the trainer found the job's channel
 # closed or broken). The job's code, calls and answers never pass there: they go through the job's own pipes.
@@ -94,10 +110,19 @@ def _tagged(pairs: list) -> object:
     if tag == "t":
         return tuple(items)
     if tag == "d":
-        return {k: v for k, v in items}
-    if tag == "s":
-        return set(items)
-    return frozenset(items)
+        if not all(type(kv) is list and len(kv) == 2 for kv in items):
+            raise ValueError("malformed dict")
+        _few_collisions([kv[0] for kv in items])
+        return dict(items)
+    _few_collisions(items)
+    return set(items) if tag == "s" else frozenset(items)
+
+
+def _few_collisions(items: list) -> None:
+    """Refuse items of which more than MAX_COLLISIONS share their hash with another. The hashes are ints, and a set
+    of them is itself safe: ints of one hash differ by multiples of 2**61 - 1, so at most 9 hashes share one."""
+    if len(items) > MAX_COLLISIONS and len(items) - len(set(map(hash, items))) > MAX_COLLISIONS:
+        raise ValueError("too many hash collisions")
 
 
 # Built once: ``json.dumps``/``json.loads`` build a new encoder or decoder on every call when given options.
@@ -106,5 +131,12 @@ _DECODER = json.JSONDecoder(object_pairs_hook=_tagged)
 
 
 def decode(payload: bytes | str) -> object:
-    """Plain data from JSON text; bytes must be UTF-8 (``dumps`` writes ASCII). Raises ValueError or RecursionError."""
-    return _DECODER.decode(payload if type(payload) is str else payload.decode())
+    """Plain data from JSON text; bytes must be UTF-8 (``dumps`` writes ASCII). Raises ValueError (malformed, too
+    many values, too many hash collisions, an unhashable set item or key) or RecursionError."""
+    text = payload if type(payload) is str else payload.decode()
+    if text.count(",") + text.count(":") + text.count("[") + text.count("{") >= MAX_VALUES:
+        raise ValueError("too many values")
+    try:
+        return _DECODER.decode(text)
+    except TypeError as exc:
+        raise ValueError(str(exc)) from None

@@ -10,7 +10,8 @@ encoded as plain data (see ``wire``); an object that is not plain data stays in 
 between the trainer and the child: they never enter the worker's memory, which every later job's child inherits,
 and nothing a job leaves in its pipes reaches a later job. The worker never interprets a verdict; it enforces the
 job's wall-clock, memory and process budget, and after the job kills every process the job left and empties every
-writable directory."""
+writable directory. It installs the seccomp filter (``seccomp``) on itself at start: every job's process inherits
+it, so no job can signal or trace the worker or leave kernel objects behind."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # its sibling wire.py (started by path, with -I)
+import seccomp  # noqa: E402
 from wire import EOF, FINISH, JOB, Reader, decode, dumps, encode, frame, write_all  # noqa: E402
 
 TICK_S = 0.02  # period of the job-wide memory and process check
@@ -126,7 +128,7 @@ class Job:
         pid = os.fork()
         if pid == 0:
             try:
-                os.setpgid(0, 0)  # its own process group (killpg); no setsid: a new session costs a scheduler group
+                os.setpgid(0, 0)  # its own group, so kill(0) cannot reach us; no setsid (a session costs a sched group)
                 requests, replies = os.dup2(requests, 101), os.dup2(replies, 102)  # clear of 0-4 first
                 null = os.open(os.devnull, os.O_RDWR)
                 for fd in (0, 1, 2):
@@ -214,8 +216,7 @@ class Job:
 
     def kill(self) -> None:
         if self.pid > 0:
-            for kill in (os.kill, os.killpg):  # the child itself (it may have left its group), then its group
-                _quiet(kill, self.pid, signal.SIGKILL)
+            _quiet(os.kill, self.pid, signal.SIGKILL)
             _quiet(os.waitpid, self.pid, 0)  # gone once this returns; kill_all finds whatever else the job left
         self.w.kill_all()
         self.pid = -1
@@ -303,7 +304,7 @@ class Worker:
     def kill_all(self) -> None:
         for _ in range(500):
             pids = self.job_processes()
-            for p in [-1] if self.pidns else pids:  # -1: every process of the namespace but pid 1 and this one
+            for p in pids:  # one by one: the seccomp filter refuses kill(-1) to this process as to its jobs
                 _quiet(os.kill, p, signal.SIGKILL)
             reaped = reap()
             if not pids and not reaped:
@@ -398,6 +399,14 @@ def main() -> None:
     for name in PRELOAD:
         __import__(name)
     _prctl(4, 0)  # PR_SET_DUMPABLE 0 (after any setuid): job processes cannot open /proc/<worker>/fd or ptrace us
+    try:  # inherited by every job's process: none can signal or trace this one, or leave IPC objects or keys
+        seccomp.install([1, os.getpid(), os.getppid()])
+        problem = seccomp.check()
+    except (OSError, ValueError) as exc:
+        problem = str(exc)
+    if problem:
+        os.write(2, f"code sandbox: {problem}\n".encode())
+        os._exit(1)
     hello = {"mode": mode, "pidns": w.pidns, "uid": os.getuid(), "child_uid": w.child_uid, "pid": os.getpid()}
     ctl.send(dumps(hello))
     os.dup2(null, 2)
