@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from trl import GRPOConfig, ModelConfig, ScriptArguments, TrlParser
 
 from . import DEFAULT_CONFIG, difficulty, task
+from . import audit as audit_defaults
 from .backend import BACKENDS
 from .rewards import check_reward_config, reward_names
 from .selfcheck import check_values
@@ -59,6 +60,20 @@ class GRPOScriptArguments(ScriptArguments):
     )
     pool_retire_after: int = field(default=2, metadata={"help": "Consecutive all-same visits before retiring."})
     pool_revisit_prob: float = field(default=0.1, metadata={"help": "Chance a retired prompt is drawn on its turn."})
+    audit: bool = field(
+        default=True, metadata={"help": "Audit the correctness reward on training rows before training (audit.py)."}
+    )
+    audit_rows: int = field(default=audit_defaults.DEFAULT_ROWS, metadata={"help": "Rows the audit samples."})
+    audit_reward: str | None = field(
+        default=None,
+        metadata={"help": "Reward to audit; unset: correctness if listed, else the first dotted reward_funcs name."},
+    )
+    audit_max_false_negative: float = field(
+        default=audit_defaults.MAX_FALSE_NEGATIVE, metadata={"help": "Refuse to train above this gold-missed rate."}
+    )
+    audit_max_false_positive: float = field(
+        default=audit_defaults.MAX_FALSE_POSITIVE, metadata={"help": "Refuse to train above this wrong-credited rate."}
+    )
 
 
 Arguments = tuple[GRPOScriptArguments, GRPOConfig, ModelConfig, "task.TaskArguments"]

@@ -5,7 +5,8 @@
 1. every .py file of the project compiles;
 2. every config in ``configs/`` is sane: the generation batch (per-device batch x processes x accumulation) is
    divisible by ``num_generations``, lengths are positive, every reward name exists and has one weight;
-3. the reward self-check: the gold answer of every row of the shipped sample data scores 1.0 on ``correctness``.
+3. the verifier audit (``audit.py``) on the shipped sample data: the gold answer of every row scores 1.0 on
+   ``correctness`` and the task's known-wrong completions derived from it score less (rates within the defaults).
 
 Exit status 0 when every step passed; each failure prints the step and why.
 """
@@ -16,7 +17,7 @@ import json
 import sys
 from pathlib import Path
 
-from . import task
+from . import audit, task
 from .rewards import RewardSettings, build_reward, check_reward_config
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -167,14 +168,27 @@ def main() -> int:
 
     report("compile", compile_all(), "every .py file compiles")
     report("configs", check_configs(), "every config meets the batch rule and names known rewards")
-    rows = load_sample()
-    problems, unchecked = reward_selfcheck(rows)
-    if unchecked == len(rows) and not problems:
-        print(f"[skip] reward self-check: the verifier is not importable in {sys.executable}; "
+    result = reward_audit(load_sample())
+    if not result["gold_checked"] and not result["wrong_checked"]:
+        print(f"[skip] verifier audit: the verifier is not importable in {sys.executable}; "
               f"after `pip install -e .[dev]` run `python -m {__package__}.selfcheck`")
     else:
-        report("reward self-check", problems, f"{len(rows) - unchecked}/{len(rows)} gold answers score 1.0")
+        problem = audit.check(result)
+        lines = audit.report(result, SAMPLE.name)
+        report("verifier audit", [problem, *lines[1:]] if problem else [],
+               f"{result['gold_checked']}/{result['gold_checked']} gold answers score 1.0, "
+               f"{result['false_positives']}/{result['wrong_checked']} known-wrong completions credited")
     return 1 if failed else 0
+
+
+def reward_audit(rows: list[dict]) -> dict:
+    """The verifier audit (audit.py) of ``correctness`` with the task's default settings on ``rows``."""
+    correctness = build_reward("correctness", RewardSettings())
+    try:
+        return audit.run(audit.sample(rows, None), correctness)
+    finally:
+        if hasattr(correctness, "close"):
+            correctness.close()
 
 
 if __name__ == "__main__":

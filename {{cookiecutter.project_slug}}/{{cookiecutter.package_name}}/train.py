@@ -14,7 +14,7 @@ import warnings
 from transformers import PrinterCallback, ProgressCallback
 from trl import GRPOConfig, ModelConfig
 
-from . import checkpoints, config, data, difficulty, distributed, health, hub, memory, model, priming, task, tiny
+from . import audit, checkpoints, config, data, difficulty, distributed, health, hub, memory, model, priming, task, tiny
 from .progress import Interrupt, ProgressLine
 from .rewards import RewardSettings, build_reward_funcs
 
@@ -41,6 +41,10 @@ def main(
     reward_funcs = build_reward_funcs(
         script_args.reward_funcs, RewardSettings(training_args.max_completion_length, task_args)
     )
+    # The verifier audit: gold completions credited, known-wrong ones not, on a sample of these rows (audit.py).
+    audit.audit_before_training(script_args, train_split, reward_funcs,
+                                RewardSettings(training_args.max_completion_length, task_args),
+                                training_args.output_dir)
     if script_args.build_tiny_model:
         with training_args.main_process_first(desc="tiny model"):  # built once, reused by the other ranks
             tiny.build_tiny_model(
@@ -164,7 +168,8 @@ def cli(argv: list[str]) -> None:
     rerun = shlex.join(["python", "train.py", *argv])
     try:
         main(script_args, training_args, model_args, task_args)
-    except (data.DataError, distributed.SaveError, checkpoints.CheckpointError, *task.ERRORS) as error:
+    except (data.DataError, audit.AuditError, distributed.SaveError, checkpoints.CheckpointError,
+            *task.ERRORS) as error:
         sys.exit(one_line(error))
     except Interrupted as stop:
         print(f"{stop}; rerun `{rerun}` to resume", file=sys.stderr, flush=True)
