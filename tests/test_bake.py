@@ -113,6 +113,8 @@ def test_bake(cookies, combo):
                           capture_output=True, text=True, check=False)
     assert ruff.returncode == 0, ruff.stdout[-3000:]
 
+    install_block = (root / "README.md").read_text().split("## Install", 1)[1].split("```", 2)[1]
+    assert ("apt-get install bubblewrap" in install_block) == (combo["task"] == "code")  # the sandbox needs it
     train_block = (root / "README.md").read_text().split("## Train", 1)[1].split("```", 2)[1]
     default_run = next(line for line in train_block.splitlines() if "the default preset" in line)
     multi = combo["gpu"] == "8x80gb"  # one node of 8 GPUs: launched, never a single `python train.py`
