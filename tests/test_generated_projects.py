@@ -4,6 +4,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -69,6 +70,28 @@ def test_unsloth_project_tests_pass_on_cpu(cookies):
     installed = subprocess.run([python, "-c", probe], capture_output=True, text=True, check=True).stdout.split()
     assert set(installed) <= set(pins), (installed, pins)  # the environment really is the Unsloth stack
     run_pytest(python, root)
+
+
+def test_vllm_project_tests_pass_on_cpu(cookies):
+    # vLLM's CPU build in its own environment (build/vllm-venv): one project's vLLM tests (colocate training through
+    # TRL's real generation and weight sync, full and LoRA, with the log-prob check; chat and filter through vLLM).
+    # One bake, not one per task: the vLLM path does not depend on the task.
+    python = os.environ.get("GRPO_VLLM_PYTHON", "")
+    if not (python and Path(python).is_file()):
+        message = f"GRPO_VLLM_PYTHON={python!r} names no interpreter; `make test` builds build/vllm-venv"
+        if os.environ.get("GRPO_REQUIRE_VLLM_STACK") == "1" or os.environ.get("CI") == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    result = cookies.bake(extra_context={"task": "json", "gpu": "24gb", "smoke_test": "skip"})
+    assert result.exit_code == 0, result.exception
+    started = time.monotonic()
+    done = subprocess.run([python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", "vllm", "tests"],
+                          cwd=Path(result.project_path), capture_output=True, text=True, timeout=1200, check=False,
+                          env={**os.environ, "GRPO_REQUIRE_VLLM": "1"})
+    print(f"vLLM project tests: {time.monotonic() - started:.0f} s")
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    summary = done.stdout.strip().splitlines()[-1]
+    assert " passed" in summary and "failed" not in summary and "skipped" not in summary, summary
 
 
 @pytest.mark.parametrize("algorithm", ALGORITHMS)

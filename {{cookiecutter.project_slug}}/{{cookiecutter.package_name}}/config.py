@@ -39,7 +39,7 @@ class GRPOScriptArguments(ScriptArguments):
     format_priming_steps: int = field(
         default=0, metadata={"help": "SFT steps on gold completions before GRPO (0 = none); see priming.py."}
     )
-    format_priming_lr: float = field(default=3e-3, metadata={"help": "Learning rate of format priming."})
+    format_priming_lr: float = field(default=1e-5, metadata={"help": "Learning rate of format priming (peak)."})
     format_priming_batch_size: int = field(default=8, metadata={"help": "Gold completions per priming step."})
     format_priming_target_loss: float | None = field(
         default=None, metadata={"help": "Stop priming once its loss is below this (format_priming_steps is the cap)."}

@@ -116,6 +116,22 @@ def check_launch(script_args, training_args, model_args, environ=None) -> None:
     check_priming_launch(script_args, training_args, launch)
 
 
+def reentrant_checkpointing(training_args, peft: bool, launch: LaunchEnv) -> None:
+    """LoRA under DeepSpeed ZeRO-3 with activation checkpointing needs reentrant checkpointing (TRL issue #2514).
+    TRL 1.16 forces it on ``gradient_checkpointing_kwargs``, but transformers 5.2x's Trainer reads
+    ``activation_checkpointing_kwargs`` (the old name is a copy made at parse time), so TRL's setting never reaches
+    the model: set it on the name the Trainer reads, before the trainer is built."""
+    if not (peft and launch.deepspeed and launch.zero_stage in (3, None)):
+        return
+    if not getattr(training_args, "activation_checkpointing", getattr(training_args, "gradient_checkpointing", False)):
+        return
+    names = [name for name in ("activation_checkpointing_kwargs", "gradient_checkpointing_kwargs")
+             if hasattr(training_args, name)]
+    kwargs = {**(getattr(training_args, names[0], None) or {}), "use_reentrant": True}
+    for name in names:  # one dict under both names: what TRL then writes on the old one lands in it too
+        setattr(training_args, name, kwargs)
+
+
 def device_map(launch: LaunchEnv, backend: str, quantized: bool = False):
     """``device_map`` for from_pretrained, or ``"default"`` to leave the loader's own default.
 

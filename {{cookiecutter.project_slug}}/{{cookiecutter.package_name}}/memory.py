@@ -35,10 +35,13 @@ from .estimator import (  # noqa: F401
     GIB,
     HEADROOM,
     Estimate,
+    _bytes_of,
     _flag,
+    _targets,
     checkpointing,
     checkpointing_key,
     estimate,
+    recompute_working_set,
     vllm_kv_gib,
     vllm_max_len,
     vllm_one_request_gib,
@@ -222,6 +225,60 @@ def check_fits(config: dict[str, Any], gpu_gb: float | None = None,
         warnings.append(f"estimated peak GPU memory {est.total:.1f} GiB leaves only {est.margin:.0%} of "
                         f"{gpu_gb:g} GiB free: an OOM is possible ({summary(est)})")
     return warnings
+
+
+PRIMING_LOGITS_BYTES = 2**30  # priming.LOGITS_BUDGET: the logits of one micro-batch and their gradient
+
+
+def priming_gib(config: dict[str, Any], model_config: dict[str, Any] | None = None) -> dict[str, float]:
+    """Peak GPU memory of format priming (priming.py, one process), by part: weights (fp32 master weights for a full
+    fine-tune), trainable state (AdamW: weight-sized gradient and two fp32 moments; the LoRA adapter's in fp32),
+    activations of format_priming_batch_size sequences of prompt + completion (each layer's input with
+    checkpointing, plus the recomputed layer; every layer's working set without), the bounded logits, overhead."""
+    from .estimator import OVERHEAD_GIB, layer_working_set
+
+    arch = resolve_arch(str(config.get("model_name_or_path") or ""), model_config)
+    peft = _flag(config, "use_peft", False)
+    act_bytes = _bytes_of(config.get("dtype"))
+    tokens = int(config.get("format_priming_batch_size") or 8) * (
+        int(config.get("max_prompt_length") or 512) + int(config.get("max_completion_length") or 512))
+    targets = _targets(config.get("lora_target_modules")) if peft else None
+    lora_r = int(config.get("lora_r") or 16)
+    dropout = float(config.get("lora_dropout", 0.05) or 0.0) if peft else 0.0
+    if peft:
+        weights, trainable = arch.params * act_bytes, arch.lora_params(lora_r, targets or []) * 16.0
+    else:
+        weights, trainable = arch.params * 4.0, arch.params * 12.0
+    if checkpointing(config):
+        activations = tokens * arch.layers * arch.hidden * act_bytes
+        activations += recompute_working_set(arch, tokens, act_bytes, targets, dropout, lora_r)
+    else:
+        activations = tokens * arch.layers * (layer_working_set(arch, act_bytes, targets, dropout, lora_r)
+                                              + arch.hidden * act_bytes)
+    parts = {"weights": weights, "trainable": trainable, "activations": activations,
+             "logits": min(PRIMING_LOGITS_BYTES, tokens * arch.vocab * 8)}
+    return {**{name: value / GIB for name, value in parts.items()}, "overhead": OVERHEAD_GIB}
+
+
+def check_priming_fits(config: dict[str, Any], gpu_gb: float | None = None,
+                       model_config: dict[str, Any] | None = None) -> list[str]:
+    """Warnings for train.py to print before format priming starts; empty when it fits with >= 10% headroom."""
+    if _flag(config, "use_cpu", False) or int(config.get("format_priming_steps") or 0) <= 0:
+        return []
+    gpu_gb = detect_gpu_gb() if gpu_gb is None else gpu_gb
+    if gpu_gb is None:
+        return []
+    try:
+        parts = priming_gib(config, model_config)
+    except EstimateError as error:
+        return [f"format priming memory estimate skipped: {error}"]
+    total = sum(parts.values())
+    if total <= gpu_gb * (1 - HEADROOM):
+        return []
+    detail = ", ".join(f"{name} {value:.1f}" for name, value in parts.items() if value >= 0.05)
+    return [f"format priming needs an estimated {total:.1f} GiB of {gpu_gb:g} GiB ({detail}): lower "
+            "format_priming_batch_size, set activation_checkpointing: true or use_peft: true, or prime on a larger "
+            f"GPU with python -m {__package__}.priming and copy <output_dir>/format-primed here"]
 
 
 def summary(est: Estimate) -> str:

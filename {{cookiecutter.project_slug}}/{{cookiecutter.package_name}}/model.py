@@ -11,6 +11,8 @@ Unsloth is GPU-only: with ``use_cpu: true`` (the smoke config) the transformers 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from transformers import AutoTokenizer
 from trl import get_peft_config, get_quantization_config
 
@@ -38,8 +40,24 @@ def load_transformers(model_args, training_args):
     placement = distributed.device_map(distributed.launch_env(), "transformers", quantized=quantization is not None)
     if placement != "default" and not training_args.use_cpu:
         init_kwargs["device_map"] = placement
-    training_args.model_init_kwargs = {**init_kwargs, **(training_args.model_init_kwargs or {})}
+    init_kwargs = {**init_kwargs, **(training_args.model_init_kwargs or {})}
+    adapter = Path(model_args.model_name_or_path)
+    if (adapter / "adapter_config.json").is_file():  # format priming's LoRA adapter: GRPO trains it on
+        return load_adapter(adapter, init_kwargs), tokenizer, None
+    training_args.model_init_kwargs = init_kwargs
     return model_args.model_name_or_path, tokenizer, get_peft_config(model_args)
+
+
+def load_adapter(adapter: Path, init_kwargs: dict):
+    """The base model the adapter names, with the adapter attached and trainable (what priming saved)."""
+    import json
+
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM
+
+    base_name = json.loads((adapter / "adapter_config.json").read_text(encoding="utf-8"))["base_model_name_or_path"]
+    base = AutoModelForCausalLM.from_pretrained(base_name, **{k: v for k, v in init_kwargs.items() if v is not None})
+    return PeftModel.from_pretrained(base, str(adapter), is_trainable=True)
 
 
 def load_unsloth(model_args, training_args, max_prompt_length: int):

@@ -5,8 +5,15 @@ same (zero) format and correctness reward for every completion, so it never lear
 flat at 0 for hundreds of steps). A few SFT steps on well-formed gold completions, the recipe Unsloth uses to
 prime Qwen3 before GRPO, put the format within reach; GRPO then improves on it with the task's real rewards.
 
-Priming is a plain single-process loop on one device, in the config's dtype. train.py primes in place when it runs
-as one process; a multi-process or ZeRO-3 launch needs the primed model made beforehand, once:
+Priming trains what GRPO will train, so it is safe on a pretrained model: with ``use_peft`` it trains the LoRA adapter
+GRPO then continues (the base weights stay bit-identical; the primed folder holds the adapter and the tokenizer);
+a full fine-tune keeps fp32 master weights (bf16/fp16 compute through autocast on a GPU) and saves in the config's
+dtype. Activation checkpointing follows the config; the logits of a step are bounded (``LOGITS_BUDGET``: micro-batches
+with gradient accumulation, and only the completion positions go through the LM head). The learning rate is the
+config's ``format_priming_lr`` (the presets use a pretrained model's SFT rate; the smoke's tiny random model 3e-3).
+
+Priming is a plain single-process loop on one device. train.py primes in place when it runs as one process; a
+multi-process or ZeRO-3 launch needs the primed model made beforehand, once:
 
     python -m <package>.priming --config configs/X.yaml     # writes <output_dir>/format-primed, which train.py uses
 """
@@ -41,7 +48,7 @@ def prime(
     out_dir: str | Path,
     rows: list[dict],
     steps: int,
-    learning_rate: float = 3e-3,
+    learning_rate: float = 1e-5,
     batch_size: int = 8,
     seed: int = 0,
     system_prompt: str | None = None,
@@ -53,6 +60,7 @@ def prime(
     trust_remote_code: bool = False,
     max_prompt_length: int | None = None,
     target_loss: float | None = None,
+    peft_config=None,
 ) -> Path:
     """Fine-tune ``model_path`` on the rows' gold completions for ``steps`` steps; save to ``out_dir``.
 
@@ -63,23 +71,21 @@ def prime(
     The learning rate decays from ``learning_rate`` to a tenth of it over ``steps`` (cosine), which lets the loss
     settle instead of bouncing at a constant rate. With ``target_loss`` priming stops early, at the first multiple
     of 10 steps where the mean loss of the last 10 steps is below it (the gold completions are learnt), so
-    ``steps`` is then a cap.
+    ``steps`` is then a cap. With ``peft_config`` (a PEFT LoraConfig) only the adapter trains and ``out_dir`` gets the
+    adapter (train.py then continues it); else the whole model trains on fp32 master weights.
     """
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
 
     out = Path(out_dir)
     torch.manual_seed(seed)
     device = torch.device("cuda" if torch.cuda.is_available() and not use_cpu else "cpu")
-    torch_dtype = load_dtype(dtype)
-    tokenizer = AutoTokenizer.from_pretrained(model_path, revision=revision, trust_remote_code=trust_remote_code)
-    model = AutoModelForCausalLM.from_pretrained(
-        model_path, dtype=torch_dtype, revision=revision, trust_remote_code=trust_remote_code
-    ).to(device)
-    if gradient_checkpointing:  # activation_checkpointing_enable on transformers >= 5.2x, the old name before
-        getattr(model, "activation_checkpointing_enable", None) or model.gradient_checkpointing_enable()
-    model.train()
-    log(f"format priming {steps} steps on {device.type} in {next(model.parameters()).dtype}")
+    tokenizer, model, config_dtype = load_for_priming(
+        model_path, load_dtype(dtype), device, peft_config, gradient_checkpointing, revision, trust_remote_code
+    )
+    trainable = [param for param in model.parameters() if param.requires_grad]
+    what = "the LoRA adapter" if peft_config is not None else "every weight"
+    log(f"format priming {steps} steps on {device.type}: {what} ({sum(p.numel() for p in trainable):,} parameters) "
+        f"in {trainable[0].dtype}{autocast_note(model, config_dtype, device)}, lr {learning_rate:g}")
     examples = [encode(tokenizer, row, system_prompt) for row in rows]
     if max_prompt_length is not None:
         kept = [(ids, labels) for ids, labels in examples if labels.count(-100) <= max_prompt_length]
@@ -89,25 +95,19 @@ def prime(
         if not kept:
             raise DataError(f"every format priming row is longer than max_prompt_length={max_prompt_length} tokens")
         examples = kept
-    optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate)
+    optimizer = torch.optim.AdamW(trainable, lr=learning_rate)
     schedule = torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda step: 0.1 + 0.45 * (1 + math.cos(math.pi * min(step, steps) / max(1, steps)))
     )
     generator = torch.Generator().manual_seed(seed)
-    pad = tokenizer.pad_token_id
+    vocab = model.get_output_embeddings().weight.shape[0]
     recent: deque[float] = deque(maxlen=10)  # the last 10 losses
     for step in range(steps):
         batch = [examples[i] for i in torch.randint(len(examples), (batch_size,), generator=generator).tolist()]
-        width = max(len(ids) for ids, _ in batch)
-        input_ids = torch.tensor([ids + [pad] * (width - len(ids)) for ids, _ in batch], device=device)
-        labels = torch.tensor([lab + [-100] * (width - len(lab)) for _, lab in batch], device=device)
-        attention = torch.tensor([[1] * len(ids) + [0] * (width - len(ids)) for ids, _ in batch], device=device)
-        loss = model(input_ids=input_ids, attention_mask=attention, labels=labels).loss
-        loss.backward()
+        value = train_step(model, batch, tokenizer.pad_token_id, vocab, device, config_dtype)
         optimizer.step()
         optimizer.zero_grad()
         schedule.step()
-        value = loss.item()  # one device sync per step
         recent.append(value)
         mean = sum(recent) / len(recent)
         if step == 0 or (step + 1) % 10 == 0 or step + 1 == steps:
@@ -121,10 +121,105 @@ def prime(
             log(f"warning: format priming ended at its cap of {steps} steps with mean loss "
                 f"{mean:.4f}, above format_priming_target_loss {target_loss}: "
                 "raise format_priming_steps or format_priming_lr")
+    if peft_config is None and config_dtype != next(model.parameters()).dtype:
+        model.to(config_dtype)  # the fp32 master weights saved in the config's dtype, as GRPO loads them
     with atomic_dir(out) as partial:  # a kill mid-save leaves <out>.partial, never a half-written <out>
         model.save_pretrained(partial)
         tokenizer.save_pretrained(partial)
     return out
+
+
+LOGITS_BUDGET = 2**30  # bytes of fp32 logits (and their gradient) one micro-batch may hold
+
+
+def load_for_priming(model_path, torch_dtype, device, peft_config, checkpointing, revision, trust_remote_code):
+    """(tokenizer, model ready to train, the config's dtype resolved). LoRA: weights in the config's dtype, only the
+    adapter trainable. Full fine-tune of a 16-bit model: fp32 master weights; train_step computes in 16 bits on a GPU
+    (autocast) and the model is saved back in 16 bits."""
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(model_path, revision=revision, trust_remote_code=trust_remote_code)
+    if torch_dtype == "auto":  # the checkpoint's own dtype
+        stored = getattr(AutoConfig.from_pretrained(model_path, revision=revision,
+                                                    trust_remote_code=trust_remote_code), "dtype", None)
+        torch_dtype = getattr(torch, stored.removeprefix("torch.")) if isinstance(stored, str) else (
+            stored or torch.float32)
+    weights_dtype = torch.float32 if peft_config is None else torch_dtype
+    model = AutoModelForCausalLM.from_pretrained(
+        model_path, dtype=weights_dtype, revision=revision, trust_remote_code=trust_remote_code
+    ).to(device)
+    if peft_config is not None:
+        from peft import get_peft_model
+
+        model = get_peft_model(model, peft_config)
+    if checkpointing:
+        enable_checkpointing(model)
+    model.train()
+    return tokenizer, model, torch_dtype
+
+
+def enable_checkpointing(model) -> None:
+    """Activation checkpointing on: ``activation_checkpointing_enable`` on transformers >= 5.2x, the old name before.
+    A LoRA model's frozen embeddings give no gradient, so its inputs are made to require one (else the checkpointed
+    layers would get no gradient)."""
+    enable = getattr(model, "activation_checkpointing_enable", None) or model.gradient_checkpointing_enable
+    enable()
+    if hasattr(model, "peft_config"):
+        model.enable_input_require_grads()
+
+
+def autocast_note(model, config_dtype, device) -> str:
+    if next(model.parameters()).dtype == config_dtype:
+        return ""
+    if device.type == "cuda":
+        return f" (master weights; compute in {config_dtype} by autocast, saved in {config_dtype})"
+    return f" (master weights; saved in {config_dtype})"
+
+
+def train_step(model, batch, pad: int, vocab: int, device, config_dtype) -> float:
+    """One optimizer step's gradients over ``batch`` (ids, labels); returns its mean loss per completion token.
+
+    The logits stay within ``LOGITS_BUDGET``: the batch runs in micro-batches (gradients accumulate) and only the
+    positions from the shortest prompt on go through the LM head (``logits_to_keep``)."""
+    import torch
+
+    width = max(len(ids) for ids, _ in batch)
+    keep = width - min(labels.count(-100) for _, labels in batch) + 1  # the positions that predict a completion
+    micro = max(1, min(len(batch), LOGITS_BUDGET // max(1, keep * vocab * 4 * 2)))
+    tokens = sum(sum(1 for label in labels if label != -100) for _, labels in batch)
+    half = config_dtype in (torch.bfloat16, torch.float16) and next(model.parameters()).dtype == torch.float32
+    autocast = torch.autocast("cuda", dtype=config_dtype if half else torch.bfloat16, enabled=half
+                              and device.type == "cuda")
+    total = 0.0
+    for start in range(0, len(batch), micro):
+        part = batch[start:start + micro]
+        input_ids = torch.tensor([ids + [pad] * (width - len(ids)) for ids, _ in part], device=device)
+        labels = torch.tensor([lab + [-100] * (width - len(lab)) for _, lab in part], device=device)
+        attention = torch.tensor([[1] * len(ids) + [0] * (width - len(ids)) for ids, _ in part], device=device)
+        with autocast:
+            logits = model(input_ids=input_ids, attention_mask=attention, logits_to_keep=keep).logits
+        targets = labels[:, width - keep + 1:]
+        loss = torch.nn.functional.cross_entropy(
+            logits[:, :-1].float().reshape(-1, logits.shape[-1]), targets.reshape(-1), ignore_index=-100,
+            reduction="sum",
+        ) / tokens
+        loss.backward()
+        total += loss.item()
+    return total
+
+
+def lora_config(settings: dict):
+    """The PEFT LoraConfig GRPO trains with (TRL's ``get_peft_config`` of the config's ModelConfig fields), or None
+    for a full fine-tune."""
+    if not settings.get("use_peft"):
+        return None
+    from dataclasses import fields
+
+    from trl import ModelConfig, get_peft_config
+
+    names = {field.name for field in fields(ModelConfig)}
+    return get_peft_config(ModelConfig(**{key: value for key, value in settings.items() if key in names}))
 
 
 def load_dtype(dtype):
@@ -167,7 +262,7 @@ def prime_from_config(settings: dict, out_dir: str | Path | None = None, steps: 
         out,
         data.priming_rows(settings["dataset_name"], train, limit=PRIMING_ROWS, seed=int(settings.get("seed", 42))),
         steps=steps,
-        learning_rate=float(settings.get("format_priming_lr", 3e-3)),
+        learning_rate=float(settings.get("format_priming_lr", 1e-5)),
         batch_size=int(settings.get("format_priming_batch_size", 8)),
         target_loss=settings.get("format_priming_target_loss"),
         seed=int(settings.get("seed", 42)),
@@ -179,6 +274,7 @@ def prime_from_config(settings: dict, out_dir: str | Path | None = None, steps: 
         revision=settings.get("model_revision"),
         trust_remote_code=bool(settings.get("trust_remote_code", False)),
         max_prompt_length=int(settings.get("max_prompt_length", 512)),
+        peft_config=lora_config(settings),
     )
 
 

@@ -61,8 +61,12 @@ def build_tiny_model(
     num_layers: int = 2,
     seed: int = 0,
     system_prompt: str | None = None,
+    num_heads: int = 4,
 ) -> Path:
-    """Build (or reuse, if ``out_dir`` already holds one) the tiny model and tokenizer; returns ``out_dir``."""
+    """Build (or reuse, if ``out_dir`` already holds one) the tiny model and tokenizer; returns ``out_dir``.
+
+    ``num_heads`` attention heads (half as many key/value heads): 2 gives head_dim 32 at hidden 64, a head size
+    vLLM's CPU backend supports (32, 64, 80, ...; the vLLM tests use it)."""
     out = Path(out_dir)
     if is_model_dir(out) and (out / "tokenizer.json").is_file():
         return out
@@ -96,8 +100,8 @@ def build_tiny_model(
         hidden_size=hidden_size,
         intermediate_size=hidden_size * 2,
         num_hidden_layers=num_layers,
-        num_attention_heads=4,
-        num_key_value_heads=2,
+        num_attention_heads=num_heads,
+        num_key_value_heads=max(1, num_heads // 2),
         max_position_embeddings=2048,
         tie_word_embeddings=False,  # tied, every resume would warn of missing keys (lm_head.weight is not saved)
         bos_token_id=None,

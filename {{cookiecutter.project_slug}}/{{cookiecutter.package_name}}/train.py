@@ -52,6 +52,10 @@ def main(
             )
     if script_args.format_priming_steps > 0:
         primed = os.path.join(training_args.output_dir, "format-primed")
+        if int(os.environ.get("RANK", "0")) == 0 and not checkpoints.is_model_dir(primed):
+            settings = {**vars(model_args), **training_args.to_dict(), **vars(script_args)}
+            for line in memory.check_priming_fits(settings):  # before priming loads any weight
+                print(f"warning: {line}", file=sys.stderr)
         # The main process primes (only it may save under torch.distributed); the others wait, then reuse it.
         with training_args.main_process_first(desc="format priming"):
             if not checkpoints.is_model_dir(primed):  # saved atomically: there whole, or not at all
@@ -69,6 +73,7 @@ def main(
                     use_cpu=training_args.use_cpu,
                     gradient_checkpointing=training_args.gradient_checkpointing,
                     max_prompt_length=script_args.max_prompt_length,
+                    peft_config=priming.lora_config(vars(model_args)),
                 )
         model_args.model_name_or_path = primed
 
@@ -79,6 +84,8 @@ def main(
     policy, tokenizer, peft_config = model.load(
         model_args, training_args, script_args.max_prompt_length, script_args.model_backend
     )
+    peft = peft_config is not None or hasattr(policy, "peft_config")
+    distributed.reentrant_checkpointing(training_args, peft, distributed.launch_env(training_args=training_args))
     splits = data.add_prompts(
         {"train": train_split, "eval": eval_split},
         tokenizer,
