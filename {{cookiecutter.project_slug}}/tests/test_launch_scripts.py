@@ -120,3 +120,20 @@ def test_server_that_exits_is_reported(tmp_path):
 def test_server_mode_needs_two_gpus(tmp_path):
     done, calls = run("launch_server.sh", tmp_path, {"CUDA_VISIBLE_DEVICES": "0"})
     assert done.returncode != 0 and "at least 2 GPUs" in done.stderr and not calls
+
+
+def test_colocate_refuses_a_preset_whose_vllm_share_cannot_hold_the_weights(tmp_path):
+    """The 8gb preset generates with transformers: colocated, vLLM would get 0.3 x 8 GiB for 2.9 GiB of weights."""
+    bin_dir = fake_bin(tmp_path)
+    env = {**{k: v for k, v in os.environ.items() if k not in ("CUDA_VISIBLE_DEVICES", "GPUS")},
+           "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "CALLS": str(tmp_path / "calls.jsonl"),
+           "PYTHON": sys.executable}
+    done = subprocess.run(["bash", "scripts/launch_colocate.sh", "configs/accelerate/ddp.yaml", "configs/8gb.yaml"],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=False)
+    if "Qwen/Qwen2.5-1.5B-Instruct" not in (ROOT / "configs" / "8gb.yaml").read_text():
+        pytest.skip("the preset's model was replaced at generation")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.stderr.strip().startswith("error: configs/8gb.yaml: vLLM colocated gets") and len(
+        done.stderr.strip().splitlines()) == 1, done.stderr
+    calls = (tmp_path / "calls.jsonl").read_text() if (tmp_path / "calls.jsonl").exists() else ""
+    assert '"tool": "accelerate"' not in calls  # refused before the launch

@@ -281,6 +281,27 @@ def check_priming_fits(config: dict[str, Any], gpu_gb: float | None = None,
             f"GPU with python -m {__package__}.priming and copy <output_dir>/format-primed here"]
 
 
+def colocate_problem(config: dict[str, Any], gpu_gb: float, model_config: dict[str, Any] | None = None) -> str | None:
+    """Why vLLM colocated in each training process cannot start with ``config`` on a ``gpu_gb`` GPU (its share
+    holds less than its copy of the weights, ~1 GiB and one full-length request), or None; None too for a model the
+    estimator has no facts for."""
+    try:
+        kv = vllm_kv_gib(config, gpu_gb, model_config)
+        one, length = vllm_one_request_gib(config, model_config)
+        arch = resolve_arch(str(config.get("model_name_or_path") or ""), model_config)
+    except EstimateError:
+        return None
+    if kv >= one:
+        return None
+    fraction = float(config.get("vllm_gpu_memory_utilization") or 0.3)
+    weights = vllm_weights_gib(arch, _flag(config, "load_in_4bit", False),
+                               max(1, int(config.get("vllm_tensor_parallel_size") or 1)))
+    return (f"vLLM colocated gets vllm_gpu_memory_utilization {fraction:g} x {gpu_gb:g} GiB = {fraction * gpu_gb:.1f} "
+            f"GiB, less than its {weights:.1f} GiB copy of the weights + ~1 GiB + one {length}-token request "
+            f"({one:.2f} GiB), so it cannot start: raise vllm_gpu_memory_utilization or train without vLLM "
+            "(python train.py --config <this config>)")
+
+
 def summary(est: Estimate) -> str:
     return ", ".join(f"{name} {value:.1f}" for name, value in est.parts().items() if value >= 0.05)
 
@@ -314,9 +335,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model-config", default=None, help="config.json (or its folder) of a model not shipped here")
     parser.add_argument("--accelerate-config", default=None,
                         help="the accelerate launch config (configs/accelerate/*.yaml): its sharding and processes")
+    parser.add_argument("--colocate", action="store_true",
+                        help="only check that vLLM colocated (use_vllm true, vllm_mode colocate) can start: silent "
+                             "when it can or the GPU size is unknown, one line and exit 1 when it cannot")
     args = parser.parse_args(argv)
     try:
         config = load_config(args.config)
+        if args.colocate:
+            gpu_gb = args.gpu_gb or detect_gpu_gb() or gpu_gb_from_preset(args.config)
+            problem = colocate_problem(config, gpu_gb) if gpu_gb else None
+            if problem:
+                print(f"error: {args.config}: {problem}", file=sys.stderr)
+            return 1 if problem else 0
         run = launches.resolve(config, os.environ, args.accelerate_config)
         model_config = read_model_config(args.model_config) if args.model_config else None
         gpu_gb = args.gpu_gb if args.gpu_gb is not None else gpu_gb_from_preset(args.config)
