@@ -7,7 +7,8 @@ Checks: the config through train.py's own parser and checks, the GPUs (count, na
 CUDA build of torch), installed versions vs the project's pins and TRL's supported vLLM range, the preset's
 estimated peak vs free GPU memory, vLLM's KV budget for one full-length request, bubblewrap (projects with a code
 sandbox), the model and the dataset (local, cached or on a reachable hub, as train.py requires), disk space for the
-checkpoints, the tracker's login. Exit status 0 when nothing blocks training, 1 when something does: a pass means
+checkpoints, the tracker's login; for a multi-node launch the rendezvous, a shared output_dir and the same versions on
+every node (multinode.py). Exit status 0 when nothing blocks training, 1 when something does: a pass means
 train.py starts.
 Every fact about the machine comes through :class:`Machine`, so tests pass fakes.
 """
@@ -360,8 +361,9 @@ def check_tracker(config: dict[str, Any], machine: Machine) -> Check:
 
 
 def run_checks(config: dict[str, Any], machine: Machine, root: Path = ROOT, package_dir: Path = PACKAGE_DIR,
-               accelerate_config: str | None = None) -> list[Check]:
-    from . import data
+               accelerate_config: str | None = None, num_machines: int | None = None,
+               wait_for_nodes: float = 0.0) -> list[Check]:
+    from . import data, multinode
 
     try:
         run = launches.resolve(config, machine.environ, accelerate_config)
@@ -376,6 +378,9 @@ def run_checks(config: dict[str, Any], machine: Machine, root: Path = ROOT, pack
     checks.append(check_dataset(config, machine, tuple(data.task.REQUIRED_COLUMNS), root))
     checks.append(check_disk(config, machine, root))
     checks.append(check_tracker(config, machine))
+    accelerate = memory.load_config(accelerate_config) if accelerate_config else None
+    checks += [Check(*found) for found in multinode.checks(config, machine, root, accelerate, num_machines,
+                                                           wait_for_nodes)]
     return checks
 
 
@@ -383,6 +388,10 @@ def main(argv: list[str] | None = None, machine: Machine | None = None) -> int:
     parser = argparse.ArgumentParser(description="Pre-flight check before a GPU training run.", allow_abbrev=False)
     parser.add_argument("--config", default=None, help="a YAML config (default: the project's preset)")
     parser.add_argument("--accelerate-config", default=None, help="the accelerate config the launch will use")
+    parser.add_argument("--num-machines", type=int, default=None,
+                        help="nodes of a multi-node launch (default: the accelerate config's, else SLURM's)")
+    parser.add_argument("--wait-for-nodes", type=float, default=0.0, metavar="SECONDS",
+                        help="multi-node: wait this long for the other nodes' doctors (versions, shared output_dir)")
     args = parser.parse_args(argv)
     path = args.config or default_config_path()
     if path is None:
@@ -395,7 +404,8 @@ def main(argv: list[str] | None = None, machine: Machine | None = None) -> int:
         return 2
     machine = machine or Machine()
     checks = [check_settings(str(path), machine)]
-    checks += run_checks(config, machine, accelerate_config=args.accelerate_config)
+    checks += run_checks(config, machine, accelerate_config=args.accelerate_config, num_machines=args.num_machines,
+                         wait_for_nodes=args.wait_for_nodes)
     print(f"doctor: {path}")
     for check in checks:
         print(check.line())

@@ -42,6 +42,14 @@ class Machine:
     settings_error: Callable[[str], str | None] = field(default_factory=lambda: _settings_error)
     hub_reachable: Callable[[], bool] = field(default_factory=lambda: _hub_reachable)
     environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
+    # Multi-node facts (multinode.py): this node's name, the filesystem type under a path, a TCP probe of host:port
+    # ("open", "refused", "timeout" or "unresolved: ..."), whether a host names this node, SLURM's node list expanded.
+    hostname: Callable[[], str] = field(default_factory=lambda: _hostname)
+    fs_type: Callable[[Path], str] = field(default_factory=lambda: _fs_type)
+    probe: Callable[[str, int], str] = field(default_factory=lambda: _probe)
+    is_local: Callable[[str], bool] = field(default_factory=lambda: _is_local)
+    port_free: Callable[[int], bool] = field(default_factory=lambda: _port_free)
+    hostnames: Callable[[str], list[str]] = field(default_factory=lambda: _slurm_hostnames)
     home: Path = field(default_factory=Path.home)
 
 
@@ -148,3 +156,88 @@ def _hub_reachable() -> bool:
             return True
     except Exception:  # noqa: BLE001 - any failure means: not reachable from here
         return False
+
+
+def _hostname() -> str:
+    import socket
+
+    return socket.gethostname()
+
+
+def _fs_type(path: Path) -> str:
+    """The type of the filesystem holding ``path`` (its nearest existing parent), from /proc/mounts; "" unknown."""
+    path = Path(path).resolve()
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    best, kind = "", ""
+    try:
+        lines = Path("/proc/mounts").read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return ""
+    for line in lines:
+        parts = line.split()
+        if len(parts) < 3:
+            continue
+        mount = parts[1].replace("\\040", " ")
+        inside = str(path) == mount or str(path).startswith(mount.rstrip("/") + "/")
+        if inside and len(mount) >= len(best):
+            best, kind = mount, parts[2]
+    return kind
+
+
+def _probe(host: str, port: int, timeout: float = 5.0) -> str:
+    import socket
+
+    try:
+        address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][4]
+    except OSError as error:
+        return f"unresolved: {error}"
+    try:
+        with socket.create_connection(address[:2], timeout=timeout):
+            return "open"
+    except ConnectionRefusedError:
+        return "refused"
+    except TimeoutError:
+        return "timeout"
+    except OSError as error:
+        return f"unreachable: {error}"
+
+
+def _is_local(host: str) -> bool:
+    """Whether ``host`` is this node: its name, or an address one of its interfaces holds."""
+    import socket
+
+    if host in ("localhost", socket.gethostname(), socket.getfqdn()):
+        return True
+    try:
+        address = socket.gethostbyname(host)
+    except OSError:
+        return False
+    if address.startswith("127."):
+        return True
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            sock.bind((address, 0))  # only an address of this node can be bound
+        return True
+    except OSError:
+        return False
+
+
+def _port_free(port: int) -> bool:
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind(("0.0.0.0", port))
+        except OSError:
+            return False
+    return True
+
+
+def _slurm_hostnames(nodelist: str) -> list[str]:
+    """SLURM's compact node list ("gpu[01-03]") expanded by scontrol; [] without scontrol."""
+    try:
+        done = subprocess.run(["scontrol", "show", "hostnames", nodelist], capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    return done.stdout.split() if done.returncode == 0 else []

@@ -46,7 +46,8 @@ def main(
                                 RewardSettings(training_args.max_completion_length, task_args),
                                 training_args.output_dir)
     if script_args.build_tiny_model:
-        with training_args.main_process_first(desc="tiny model"):  # built once, reused by the other ranks
+        # Built once, reused by the other ranks; on several nodes the first node builds it on the shared filesystem.
+        with training_args.main_process_first(local=training_args.save_on_each_node, desc="tiny model"):
             tiny.build_tiny_model(
                 model_args.model_name_or_path, script_args.dataset_name, system_prompt=script_args.system_prompt
             )
@@ -57,7 +58,7 @@ def main(
             for line in memory.check_priming_fits(settings):  # before priming loads any weight
                 print(f"warning: {line}", file=sys.stderr)
         # The main process primes (only it may save under torch.distributed); the others wait, then reuse it.
-        with training_args.main_process_first(desc="format priming"):
+        with training_args.main_process_first(local=training_args.save_on_each_node, desc="format priming"):
             if not checkpoints.is_model_dir(primed):  # saved atomically: there whole, or not at all
                 priming.prime(
                     model_args.model_name_or_path,
