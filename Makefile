@@ -18,7 +18,7 @@ VVENV := build/vllm-venv
 VBIN := $(VVENV)/bin
 VSTAMP := $(VVENV)/.installed-$(shell cat '$(PYPROJECT)' tests/stacks.py | cksum | cut -d' ' -f1)
 
-.PHONY: demo test bench clean torch
+.PHONY: demo envs test bench clean torch
 
 # torch into $(BIN): from TORCH_INDEX when it answers within 5 s, else (said in one line) from pip's own index.
 torch:
@@ -63,8 +63,11 @@ demo: $(STAMP)
 	rm -rf build/demo
 	GRPO_TEMPLATE_STRICT_SMOKE=1 $(BIN)/cookiecutter --no-input --keep-project-on-failure -o build/demo . smoke_test=full
 
-test: $(STAMP) $(USTAMP) $(VSTAMP)
-	GRPO_UNSLOTH_PYTHON=$(abspath $(UBIN))/python GRPO_VLLM_PYTHON=$(abspath $(VBIN))/python $(BIN)/pytest -q tests
+envs: $(STAMP) $(USTAMP) $(VSTAMP)
+
+test: envs
+	GRPO_UNSLOTH_PYTHON=$(abspath $(UBIN))/python GRPO_VLLM_PYTHON=$(abspath $(VBIN))/python $(BIN)/pytest -q \
+	  --durations=25 tests
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_bake_to_smoke.py
