@@ -28,8 +28,9 @@ def smoke_run(tmp_path_factory) -> Path:
 
 
 def lora_run(tmp_path_factory) -> Path:
-    """The output_dir of a one-step LoRA smoke training with format priming: the adapter (adapter_config.json names
-    ``output_dir/format-primed`` as its base), the tokenizer and ``checkpoint-1``."""
+    """The output_dir of a one-step LoRA smoke training with format priming: the adapter (primed as an adapter in
+    ``output_dir/format-primed``, then trained on by GRPO; its base is the config's model), the tokenizer and
+    ``checkpoint-1``."""
     if "lora" not in _runs:
         out = tmp_path_factory.mktemp("lora-run") / "run"
         done = subprocess.run(

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 import yaml
 from _pkg import PKG, mod
-from _smoke_run import ROOT, lora_run
+from _smoke_run import ROOT, lora_run, smoke_run
 
 merge = mod("merge")
 chat = mod("chat")
@@ -76,7 +76,9 @@ def test_merged_model_is_standalone_and_equals_the_adapter_model(run, merged):
     ids = tokenizer.apply_chat_template(chat.build_messages(chat_prompt()),
                                         add_generation_prompt=True, return_dict=True, return_tensors="pt")
     base_dir = json.loads((run / "adapter_config.json").read_text())["base_model_name_or_path"]
-    assert base_dir == str(run / "format-primed")  # priming: the adapter was trained on the primed model
+    # priming a LoRA run trains the adapter GRPO goes on training: the base stays the config's model
+    assert (run / "format-primed" / "adapter_config.json").is_file()
+    assert base_dir == yaml.safe_load((ROOT / "configs" / "smoke.yaml").read_text())["model_name_or_path"]
     with torch.no_grad():
         base = AutoModelForCausalLM.from_pretrained(base_dir).eval()
         base_logits = base(**ids).logits
@@ -101,9 +103,9 @@ def test_merge_refuses_to_overwrite_without_force_and_merges_a_checkpoint(run, m
 
 
 @pytest.mark.slow
-def test_a_full_fine_tune_has_nothing_to_merge(run, tmp_path, capsys):
+def test_a_full_fine_tune_has_nothing_to_merge(tmp_path_factory, tmp_path, capsys):
     out = tmp_path / "full"
-    assert merge.main([str(run / "format-primed"), "--out", str(out)]) == 0  # a full model, like use_peft: false
+    assert merge.main([str(smoke_run(tmp_path_factory)), "--out", str(out)]) == 0  # use_peft: false
     assert "nothing to merge" in capsys.readouterr().out
     assert (out / "model.safetensors").is_file() and not (out / "adapter_config.json").exists()
 

@@ -6,7 +6,8 @@
     python merge.py outputs/24gb --push            # and upload it to the config's hub_model_id
 
 The base is the model the adapter was trained on, as its ``adapter_config.json`` records it: the config's
-``model_name_or_path``, or the run's ``format-primed`` model when the run used format priming. A full fine-tune
+``model_name_or_path`` (format priming of a LoRA run trains the same adapter, so the base stays that model; runs
+of older versions recorded the run's ``format-primed`` model, which is still found). A full fine-tune
 (``use_peft: false``) has nothing to merge: its weights are saved as they are, so every later command can use the
 same ``merged`` folder. The folder appears whole or not at all (written under a temporary name, then renamed).
 """
