@@ -152,7 +152,7 @@ def test_a_new_task_folder_bakes_and_its_project_tests_pass(tmp_path):
         capture_output=True, text=True, timeout=600, check=False,
     )
     assert baked.returncode == 0, baked.stdout[-3000:] + baked.stderr[-3000:]
-    assert "[ok]   reward self-check: 20/20 gold answers score 1.0" in baked.stdout
+    assert "[ok]   verifier audit: 20/20 gold answers score 1.0, 0/20 known-wrong completions credited" in baked.stdout
     root = out / "grpo-reasoner"
     assert (root / "grpo_reasoner" / "task.py").read_text() == FILES[f"{PKG}/task.py"]
     assert (root / "tests" / "test_rewards_reverse.py").is_file() and not (root / "_tasks").exists()

@@ -15,9 +15,9 @@ answer_format = mod("answer_format")
 
 
 def lax_correctness(prompts=None, completions=None, **kwargs):
-    """A deliberately lax reward: any answer with content is right."""
+    """A deliberately lax reward: any answer block is right."""
     texts = [c if isinstance(c, str) else c[-1]["content"] for c in completions]
-    return [1.0 if answer_format.has_content(answer_format.extract_answer(t) or "") else 0.0 for t in texts]
+    return [1.0 if answer_format.extract_answer(t) is not None else 0.0 for t in texts]
 
 
 def never_correct(prompts=None, completions=None, **kwargs):
@@ -36,8 +36,9 @@ def correctness():
 def test_shipped_correctness_passes_the_audit(correctness, source):
     rows = sample_rows() if source == "sample" else task.generate_curriculum(32, seed=1)
     result = audit.run(audit.sample(rows, None), correctness)
-    assert result["gold_checked"] == len(rows) and result["wrong_checked"] >= 3 * len(rows), result
-    assert len(result["variants"]) >= 4, result["variants"]
+    own = audit.wrong_family() is not audit.generic_wrong_completions  # the task's audit_cases, or the generic case
+    assert result["gold_checked"] == len(rows) and result["wrong_checked"] >= (3 if own else 1) * len(rows), result
+    assert len(result["variants"]) >= (4 if own else 1), result["variants"]
     assert result["false_negative_rate"] == 0.0, audit.report(result)
     assert result["false_positive_rate"] == 0.0, audit.report(result)
     assert audit.check(result) is None
@@ -46,7 +47,7 @@ def test_shipped_correctness_passes_the_audit(correctness, source):
 def test_lax_and_blind_rewards_are_caught():
     rows = audit.sample(sample_rows(), 8)
     lax = audit.run(rows, lax_correctness, "lax")
-    assert lax["false_negative_rate"] == 0.0 and lax["false_positive_rate"] > 0.9  # json: `{}` has no content
+    assert lax["false_negative_rate"] == 0.0 and lax["false_positive_rate"] > 0.9
     line = audit.check(lax)
     assert "audit_max_false_positive" in line and "\n" not in line
     assert any("wrong credited" in text for text in audit.report(lax))

@@ -155,7 +155,13 @@ def test_the_primed_model_is_whole_or_absent(tmp_path_factory, tmp_path):
 def start(command: list[str], log: Path) -> subprocess.Popen:
     with log.open("w") as handle:
         return subprocess.Popen(command, cwd=ROOT, stdout=handle, stderr=subprocess.STDOUT, text=True,
-                                start_new_session=True)
+                                start_new_session=True, preexec_fn=default_sigint)
+
+
+def default_sigint() -> None:
+    """The run takes Ctrl-C as a terminal's user would give it, even when these tests run in the background (where
+    the shell starts every process with SIGINT ignored, and Python then keeps it ignored)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def interrupt_when(process: subprocess.Popen, path: Path, sig: int) -> None:

@@ -176,20 +176,25 @@ def test_lora_under_zero3_checkpointing_reaches_the_model_reentrant(tmp_path):
         config.gradient_checkpointing_kwargs = config.gradient_checkpointing_kwargs or {}
         config.gradient_checkpointing_kwargs["use_reentrant"] = True
 
-    def new_config():
-        return GRPOConfig(output_dir=str(tmp_path), activation_checkpointing=True, use_cpu=True, report_to="none")
+    # transformers 5.2x renamed gradient to activation checkpointing; 5.17 (the Unsloth stack) has only the old name
+    renamed = "activation_checkpointing" in GRPOConfig.__dataclass_fields__
+    name = "activation_checkpointing" if renamed else "gradient_checkpointing"
 
-    dropped = new_config()
-    trl_forces_reentrant(dropped)
-    assert not (dropped.activation_checkpointing_kwargs or {}).get("use_reentrant")  # the defect, upstream
+    def new_config():
+        return GRPOConfig(output_dir=str(tmp_path), use_cpu=True, report_to="none", **{name: True})
+
+    if renamed:
+        dropped = new_config()
+        trl_forces_reentrant(dropped)
+        assert not (dropped.activation_checkpointing_kwargs or {}).get("use_reentrant")  # the defect, upstream
     config = new_config()
     distributed.reentrant_checkpointing(config, peft=True, launch=distributed.launch_env(ZERO3))
     trl_forces_reentrant(config)
     model = LlamaForCausalLM(LlamaConfig(vocab_size=32, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
                                          num_attention_heads=2, num_key_value_heads=1))
-    model.activation_checkpointing_enable(activation_checkpointing_kwargs=dict(config.activation_checkpointing_kwargs))
+    getattr(model, f"{name}_enable")(**{f"{name}_kwargs": dict(getattr(config, f"{name}_kwargs"))})
     assert model.model.layers[0]._gradient_checkpointing_func.keywords == {"use_reentrant": True}
     for peft, environ in ((False, ZERO3), (True, DDP)):  # only LoRA under ZeRO-3 needs it
         untouched = new_config()
         distributed.reentrant_checkpointing(untouched, peft=peft, launch=distributed.launch_env(environ))
-        assert untouched.activation_checkpointing_kwargs is None
+        assert getattr(untouched, f"{name}_kwargs") is None

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from test_checkpoints import AVOIDABLE
+from test_checkpoints import AVOIDABLE, default_sigint
 
 ROOT = Path(__file__).resolve().parent.parent
 MAX_STEPS = 12
@@ -54,7 +54,7 @@ def test_ctrl_c_saves_the_step_says_how_to_resume_and_the_rerun_resumes(tmp_path
     stderr = tmp_path / "stderr"
     with stderr.open("w") as err:
         first = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=err, text=True,
-                                 start_new_session=True)
+                                 start_new_session=True, preexec_fn=default_sigint)
         progress = []
         for line in first.stdout:  # one compact line per logged step
             progress.append(line)

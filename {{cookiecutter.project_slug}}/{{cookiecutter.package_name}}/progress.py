@@ -62,7 +62,9 @@ class Interrupt(TrainerCallback):
         self.previous = None
 
     def install(self, world_size: int) -> Interrupt:
-        if world_size == 1 and threading.current_thread() is threading.main_thread():
+        """Take over Ctrl-C in a single-process run (not where SIGINT is ignored: ``nohup``, a background job)."""
+        if world_size == 1 and threading.current_thread() is threading.main_thread() and (
+                signal.getsignal(signal.SIGINT) is not signal.SIG_IGN):
             self.previous = signal.signal(signal.SIGINT, self._handle)
         return self
 
