@@ -31,6 +31,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from . import task
+from .checkpoints import write_text
 
 FULL = 1.0  # a right answer's correctness (rewards are unweighted; correctness is in [0, 1])
 MAX_FALSE_NEGATIVE = 0.05  # defaults of the config's audit_max_false_negative / audit_max_false_positive
@@ -184,10 +185,7 @@ def check(result: dict, max_false_negative: float = MAX_FALSE_NEGATIVE,
 
 
 def write(result: dict, path: str | Path) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(result, indent=2, default=str) + "\n", encoding="utf-8")
-    return path
+    return write_text(path, json.dumps(result, indent=2, default=str) + "\n")  # whole or absent, as health.json
 
 
 def audit_before_training(script_args, rows, reward_funcs: Sequence[Callable], settings, output_dir: str,

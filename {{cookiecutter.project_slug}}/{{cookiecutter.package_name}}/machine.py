@@ -137,12 +137,10 @@ def _model_cached(model: str) -> bool:
 
 def _settings_error(path: str) -> str | None:
     """train.py's own verdict on the config file (parse and every check before the data loads), or None."""
-    from . import config, distributed
+    from .train import checked_args
 
     try:
-        script_args, training_args, model_args, _ = config.parse_args(["--config", path])
-        config.check_arguments(script_args, training_args)
-        distributed.check_launch(script_args, training_args, model_args)
+        checked_args(["--config", path])
     except (ValueError, FileNotFoundError) as error:
         return (str(error).strip().splitlines() or [type(error).__name__])[0]
     return None

@@ -161,15 +161,22 @@ def check_sources(script_args: config.GRPOScriptArguments, model_args: ModelConf
     hub.check_available(script_args.dataset_name, "dataset", "dataset_name")
 
 
+def checked_args(argv: list[str]) -> config.Arguments:
+    """The parsed arguments once every check before the data loads passed (the doctor runs the same); raises
+    ValueError or FileNotFoundError with one line."""
+    script_args, training_args, model_args, task_args = config.parse_args(argv)
+    config.check_arguments(script_args, training_args)
+    distributed.check_launch(script_args, training_args, model_args)  # precision, priming under this launch
+    return script_args, training_args, model_args, task_args
+
+
 def cli(argv: list[str]) -> None:
     """Parse, check and train; a bad config, bad data or an unreachable hub id ends with one line that says what to
     fix, found before the data loads (config), before priming and the model (data). Ctrl-C ends with one line too."""
     # transformers 5.24 renamed gradient to activation checkpointing; TRL 1.16 still reads the old property
     warnings.filterwarnings("ignore", message="`is_gradient_checkpointing` is deprecated", category=FutureWarning)
     try:
-        script_args, training_args, model_args, task_args = config.parse_args(argv)
-        config.check_arguments(script_args, training_args)
-        distributed.check_launch(script_args, training_args, model_args)  # precision, priming under this launch
+        script_args, training_args, model_args, task_args = checked_args(argv)
         check_sources(script_args, model_args)
     except (ValueError, FileNotFoundError) as error:
         sys.exit(one_line(error))
