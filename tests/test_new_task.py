@@ -52,12 +52,12 @@ def gold_completion(row: dict) -> str:
 
 
 def generate_curriculum(n: int, seed: int = 0, part: str = "train") -> list[dict]:
-    """Easy rows for the smoke curriculum: three-letter words; priming words disjoint from training words."""
+    """Easy rows for the smoke curriculum: three-letter words; priming, training and test words disjoint."""
     import itertools
     import random
 
     words = ["".join(w) for w in itertools.product("abcde", repeat=3)]
-    chosen = [w for i, w in enumerate(words) if (i % 3 == 0) == (part == "priming")]
+    chosen = [w for i, w in enumerate(words) if i % 6 in {"priming": (0, 3), "train": (1, 2, 4), "test": (5,)}[part]]
     rng = random.Random(seed)
     picked = [rng.choice(chosen) for _ in range(n)]
     return [{"question": f"Reverse: {w}", "answer": w[::-1]} for w in picked]
@@ -112,7 +112,7 @@ def test_gold_scores_one_and_wrong_scores_zero():
 {%- set dependencies = [] -%}
 {%- set smoke_max_completion_length = 32 -%}
 {%- set smoke_max_steps = 30 -%}
-{%- set readme_curriculum = ["reverse three-letter words", "reverse other three-letter words"] -%}
+{%- set readme_curriculum = ["reverse three-letter words", "reverse other words", "words no other part uses"] -%}
 {%- set readme_data = "Default: the bundled sample of words to reverse." -%}
 {%- set readme_correctness = "the answer block holds the reversed word" -%}
 {%- set readme_files = [] -%}
@@ -158,8 +158,10 @@ def test_a_new_task_folder_bakes_and_its_project_tests_pass(tmp_path):
     assert (root / "tests" / "test_rewards_reverse.py").is_file() and not (root / "_tasks").exists()
     assert not (root / "_task.jinja").exists() and not (root / "grpo_reasoner" / "sandbox.py").exists()
 
-    # The new task's own tests and every shared test that is not a training run (the real tasks' bakes run those).
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "not slow"],
+    # The new task's own tests and every shared test that is neither a training run nor task-agnostic (the real
+    # tasks' bakes run those).
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m",
+                           "not slow and not any_task"],
                           cwd=root, capture_output=True, text=True, timeout=1800, check=False)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
     summary = done.stdout.strip().splitlines()[-1]

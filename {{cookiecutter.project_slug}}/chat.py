@@ -1,6 +1,6 @@
 """Ask a trained model a question in the task's format (system prompt, chat template, answer tags).
 
-    python chat.py --config configs/smoke.yaml --model outputs/smoke/merged "What is 2+3?"
+    python chat.py --config configs/smoke.yaml --model outputs/smoke/merged "What is 1 * 7?"
     python chat.py --model outputs/24gb "..."                  # a run's LoRA adapter on its base model
     python chat.py --model outputs/24gb/merged                 # interactive: a prompt per line, empty line ends
 

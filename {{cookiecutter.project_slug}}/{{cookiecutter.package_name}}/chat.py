@@ -1,7 +1,7 @@
 """Ask a trained model a question in the task's format: the training system prompt and chat template, the answer
 format's tags, the completion and its extracted final answer.
 
-    python chat.py --config configs/smoke.yaml --model outputs/smoke/merged "What is 2+3?"
+    python chat.py --config configs/smoke.yaml --model outputs/smoke/merged "What is 1 * 7?"
     python chat.py --model outputs/24gb "..."                  # a run's LoRA adapter on its base model
     python chat.py --model outputs/24gb/checkpoint-200 "..."   # a checkpoint
     python chat.py --model outputs/24gb/merged                 # interactive: a prompt per line, empty line ends

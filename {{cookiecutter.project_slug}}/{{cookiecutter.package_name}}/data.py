@@ -128,11 +128,13 @@ def load_raw(name: str, config: str | None = None):
         if not hasattr(task, "generate_rows") or not count.isdigit():
             raise DataError(f"dataset {name!r}: only 'generate:N' with a task that has a generator is supported")
         return DatasetDict({"train": Dataset.from_list(task.generate_rows(int(count)))})
-    if name.startswith("curriculum:"):  # the task's easy smoke curriculum, e.g. "curriculum:2000"
+    if name.startswith("curriculum:"):  # the task's smoke curriculum, e.g. "curriculum:2000": train and test parts
         count = name.split(":", 1)[1]
         if not hasattr(task, "generate_curriculum") or not count.isdigit():
             raise DataError(f"dataset {name!r}: only 'curriculum:N' with a task that has a curriculum is supported")
-        return DatasetDict({"train": Dataset.from_list(task.generate_curriculum(int(count)))})
+        train = task.generate_curriculum(int(count))  # GRPO rows; and a held-out eval split, a tenth of their size
+        test = task.generate_curriculum(max(1, int(count) // 10), part="test")
+        return DatasetDict({"train": Dataset.from_list(train), "test": Dataset.from_list(test)})
     path = Path(name)
     if path.suffix in LOCAL_FORMATS:
         dataset = load_local(path)

@@ -40,8 +40,9 @@ def corpus(data_file: str | Path, system_prompt: str | None = None) -> list[str]
             for item in value.values():
                 walk(item)
 
-    if str(data_file).startswith("curriculum:"):  # the generated smoke curriculum: both of its parts
-        rows = task.generate_curriculum(2000) + task.generate_curriculum(500, part="priming")
+    if str(data_file).startswith("curriculum:"):  # the generated smoke curriculum: all three of its parts
+        rows = [row for part, n in (("train", 2000), ("priming", 500), ("test", 200))
+                for row in task.generate_curriculum(n, part=part)]
     else:
         lines = Path(data_file).read_text(encoding="utf-8").splitlines()
         rows = [json.loads(line) for line in lines if line.strip()]

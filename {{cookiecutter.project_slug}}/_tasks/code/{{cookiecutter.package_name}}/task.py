@@ -113,13 +113,15 @@ def generate_curriculum(n: int, seed: int = 0, part: str = "train") -> list[dict
     learns the format and one rule from the ``priming`` part: ``f`` returns its first argument. In the GRPO rows
     (``train`` part) ``f`` returns the first or the second argument, half each; the tests call ``f(3, 8)`` and
     ``f(5, 2)``, so only the argument the question names passes, and GRPO has to learn to return that one. The
-    argument names are pairs of letters, split once and for all between the two parts, so they share no question.
+    argument names are pairs of letters, split once and for all between the parts, so they share no question; the
+    ``test`` part (the eval split) has pairs of its own, which only a learnt rule answers.
     """
     import random
     import zlib
 
     pairs = [(x, y) for x in "abcdpqrsuvw" for y in "abcdpqrsuvw" if x != y]
-    chosen = [p for p in pairs if (zlib.crc32("".join(p).encode()) % 3 == 0) == (part == "priming")]
+    bucket = {"priming": (0, 3), "train": (1, 2, 4), "test": (5,)}[part]
+    chosen = [p for p in pairs if zlib.crc32("".join(p).encode()) % 6 in bucket]
     rng = random.Random(seed)
     rows = []
     for _ in range(n):

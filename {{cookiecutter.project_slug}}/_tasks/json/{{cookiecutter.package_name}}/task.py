@@ -129,20 +129,24 @@ def generate_curriculum(n: int, seed: int = 0, part: str = "train") -> list[dict
     learns the format and to copy a name from the ``priming`` part: texts that name one person, in varied places. The
     GRPO rows (``train`` part) name two people, ``A wrote to B. Extract the recipient.``: the primed model copies
     either name, and GRPO has to learn that the recipient is the one after "to". A valid document with the wrong
-    name still gets the correctness reward's partial credit (0.3), so correctness starts at 0.4-0.6, not 0.
+    name still gets the correctness reward's partial credit (0.3), so correctness starts at 0.4-0.6, not 0. The
+    ``test`` part (the eval split) has (sender, recipient) pairs of its own, which only a learnt rule answers.
     """
     import random
+    import zlib
 
     rng = random.Random(seed)
     schema = json.dumps({"type": "object", "required": ["name"]})  # short: the prompt's length is the step's cost
     places = ["The user is {}.", "{} is the user.", "Mail from {} arrived.", "A note to {} came."]
+    pairs = [(a, b) for a in _FIRST for b in _FIRST if a != b
+             and (zlib.crc32(f"{a} {b}".encode()) % 5 == 0) == (part == "test")]
     rows = []
     for _ in range(n):
         if part == "priming":
             name = rng.choice(_FIRST)
             text = f"{rng.choice(places).format(name)} Extract the name."
         else:
-            sender, name = rng.sample(_FIRST, 2)
+            sender, name = rng.choice(pairs)
             text = f"{sender} wrote to {name}. Extract the recipient."
         rows.append({"question": text, "schema": schema, "answer": json.dumps({"name": name})})
     return rows

@@ -73,15 +73,20 @@ def generate_curriculum(n: int, seed: int = 0, part: str = "train") -> list[dict
     learns the format and one rule from the ``priming`` part: ``a + 0`` and ``a - 0`` (a in 0..9) are ``a``, copy the
     first operand. The GRPO rows (``train`` part, disjoint) are ``a * 1``, ``1 * a`` and ``0 + a`` (a in 2..9):
     copying the first operand answers a third of them, and GRPO has to learn to copy the operand that is neither 0
-    nor 1.
+    nor 1. The ``test`` part holds out 6 of those 24 questions (each operand and each form still trains with the
+    others): the eval split, which only a learnt rule answers.
     """
     import random
 
     rng = random.Random(seed)
-    forms = ["{a} + 0", "{a} - 0"] if part == "priming" else ["{a} * 1", "1 * {a}", "0 + {a}"]
+    if part == "priming":
+        questions = [(form, a) for form in ("{a} + 0", "{a} - 0") for a in range(10)]
+    else:
+        forms = ["{a} * 1", "1 * {a}", "0 + {a}"]
+        questions = [(form, a) for index, form in enumerate(forms) for a in range(2, 10)
+                     if ((a + index) % 4 == 0) == (part == "test")]
     rows = []
     for _ in range(n):
-        a = rng.randrange(0 if part == "priming" else 2, 10)
-        question = rng.choice(forms).format(a=a)
-        rows.append({"question": f"What is {question}?", "answer": str(a)})
+        form, a = rng.choice(questions)
+        rows.append({"question": f"What is {form.format(a=a)}?", "answer": str(a)})
     return rows
