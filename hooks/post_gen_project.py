@@ -48,10 +48,15 @@ def promote_task(root: Path, task: str) -> None:
     source = tasks / task
     if not source.is_dir():
         raise FileNotFoundError(f"the template has no task folder {TASKS_DIR}/{task}")
-    for relative in task_files(source):
+    files = task_files(source)
+    for relative in files:  # all checked before any moves
         target = root / relative
-        if target.exists():
-            raise FileExistsError(f"task {task!r} would overwrite {relative}; give the file another name")
+        # the same file is there when a project is rendered again over itself (cookiecutter -f): it is replaced
+        if target.exists() and target.read_bytes() != (source / relative).read_bytes():
+            raise FileExistsError(f"task {task!r} would overwrite {relative}, which differs from the task's; "
+                                  "render into an empty folder, or give the file another name")
+    for relative in files:
+        target = root / relative
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.move(source / relative, target)
     shutil.rmtree(tasks)
@@ -181,7 +186,11 @@ def next_path(root: Path, environ=os.environ) -> str:
 
 def main(context: dict, root: Path | None = None) -> int:
     root = root or Path.cwd()
-    promote_task(root, context["task"])
+    try:
+        promote_task(root, context["task"])
+    except (FileExistsError, FileNotFoundError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
     ok = smoke(root, context)
     print(f"\nGenerated {root}. Next: cd {next_path(root)} && see README.md ('Install', then 'Train').")
     if not ok:

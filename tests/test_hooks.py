@@ -126,10 +126,27 @@ def test_promote_task_moves_the_chosen_folder_and_drops_the_rest(tmp_path):
 def test_promote_task_refuses_to_overwrite_and_unknown_tasks(tmp_path):
     _task_tree(tmp_path)
     (tmp_path / "_tasks" / "alpha" / "pkg" / "rewards" / "common.py").write_text("clash")
-    with pytest.raises(FileExistsError, match="would overwrite pkg/rewards/common.py"):
+    with pytest.raises(FileExistsError, match="would overwrite pkg/rewards/common.py, which differs"):
         post.promote_task(tmp_path, "alpha")
     with pytest.raises(FileNotFoundError, match="no task folder _tasks/gamma"):
         post.promote_task(tmp_path, "gamma")
+
+
+def test_promote_task_over_the_same_project_rendered_again(tmp_path, defaults, capsys):
+    # cookiecutter -f over a project rendered before: the task's files are there already, the same bytes
+    _task_tree(tmp_path)
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "sample.jsonl").write_text("beta:data/sample.jsonl")
+    post.promote_task(tmp_path, "beta")
+    assert (tmp_path / "data" / "sample.jsonl").read_text() == "beta:data/sample.jsonl"
+    assert not (tmp_path / "_tasks").exists()
+    _task_tree(tmp_path / "again")  # a file of the user's where the task has its own: one line, nothing moved
+    (tmp_path / "again" / "pkg" / "task.py").write_text("the user's")
+    assert post.main({**defaults, "task": "alpha"}, tmp_path / "again") == 1
+    assert capsys.readouterr().err == ("error: task 'alpha' would overwrite pkg/task.py, which differs from the "
+                                       "task's; render into an empty folder, or give the file another name\n")
+    assert (tmp_path / "again" / "pkg" / "task.py").read_text() == "the user's"
+    assert (tmp_path / "again" / "_tasks" / "alpha" / "data" / "sample.jsonl").is_file()  # nothing moved
 
 
 def test_smoke_failure_keeps_project_and_says_which_step(tmp_path, defaults, capsys, monkeypatch):
