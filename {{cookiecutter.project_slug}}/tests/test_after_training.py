@@ -253,6 +253,11 @@ def test_download_fills_the_cache_for_the_configs_model_and_dataset(tmp_path, mo
     assert calls[1] == ("data", "some-org/some-data", "main")
     out = capsys.readouterr().out
     assert "train 2 rows" in out and f"HF_HUB_OFFLINE=1 python train.py --config {config}" in out
+    several = config_with(tmp_path, model_name_or_path="some-org/some-model", build_tiny_model=False,
+                          num_processes=8)  # a multi-GPU config: its launch script, not a single process
+    assert download.main(["--config", several]) == 0
+    assert (f"HF_HUB_OFFLINE=1 scripts/launch_colocate.sh configs/accelerate/zero3.yaml {several}"
+            in capsys.readouterr().out)
 
     calls.clear()
     assert download.main(["--config", "configs/smoke.yaml"]) == 0  # local model and data: nothing to fetch

@@ -4,9 +4,9 @@
 
 Downloads the config's model (``snapshot_download``: weights, tokenizer, chat template) and its hub dataset
 (``load_dataset``, as train.py loads it) into the cache (``HF_HOME``, by default ``~/.cache/huggingface``), then
-prints the command for the offline node: ``HF_HUB_OFFLINE=1 python train.py --config ...`` with the same
-``HF_HOME``. Local paths, the tiny smoke model and generated datasets (``generate:N``, ``curriculum:N``) need
-nothing.
+prints the command for the offline node: ``HF_HUB_OFFLINE=1 python train.py --config ...`` (the launch script
+for a multi-GPU config) with the same ``HF_HOME``. Local paths, the tiny smoke model and generated datasets
+(``generate:N``, ``curriculum:N``) need nothing.
 """
 
 from __future__ import annotations
@@ -85,7 +85,10 @@ def download_dataset(cfg: dict, log=print) -> dict[str, int] | None:
     return rows
 
 
-def offline_command(config: str) -> str:
+def offline_command(config: str, cfg: dict) -> str:
+    """The training command for the offline node: the config's launch script where it trains on several GPUs."""
+    if int(cfg.get("num_processes") or 1) > 1:
+        return f"HF_HUB_OFFLINE=1 scripts/launch_colocate.sh configs/accelerate/zero3.yaml {config}"
     return f"HF_HUB_OFFLINE=1 python train.py --config {config}"
 
 
@@ -115,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     print(f"cache: {cache_home()} (HF_HOME); copy it to the offline node or share it, then run there, with the same "
           "HF_HOME:")
-    print(f"  {offline_command(args.config)}")
+    print(f"  {offline_command(args.config, cfg)}")
     return 0
 
 
