@@ -152,6 +152,28 @@ def test_the_primed_model_is_whole_or_absent(tmp_path_factory, tmp_path):
     assert list(tmp_path.glob("health.json*")) == []
 
 
+def test_runs_started_together_build_the_tiny_model_once(tmp_path):
+    # Two smoke runs started at once in a fresh project both need .smoke/tiny-model: one builds it, the other
+    # waits for it (they raced on one temporary folder, and one of them died).
+    from _pkg import PKG
+
+    tiny = mod("tiny")
+    out = tmp_path / "tiny-model"
+    code = (f"import sys, torch, transformers; from {PKG} import tiny; print('ready', flush=True); "
+            f"tiny.build_tiny_model({str(out)!r}, 'curriculum:50'); print('built')")
+    with tiny.build_lock(out):  # held here until both builders have reached it
+        builders = [subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True) for _ in range(2)]
+        for builder in builders:
+            assert builder.stdout.readline() == "ready\n", builder.communicate()[1][-3000:]
+        time.sleep(2)
+        assert not out.exists() and all(builder.poll() is None for builder in builders)  # both wait on the lock
+    results = [builder.communicate(timeout=300) for builder in builders]
+    assert [builder.returncode for builder in builders] == [0, 0], [err[-3000:] for _, err in results]
+    assert all(stdout.strip() == "built" for stdout, _ in results)
+    assert checkpoints.is_model_dir(out) and not out.with_name(out.name + checkpoints.PARTIAL).exists()
+
+
 def start(command: list[str], log: Path) -> subprocess.Popen:
     with log.open("w") as handle:
         return subprocess.Popen(command, cwd=ROOT, stdout=handle, stderr=subprocess.STDOUT, text=True,

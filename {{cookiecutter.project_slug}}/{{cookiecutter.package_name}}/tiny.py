@@ -9,6 +9,7 @@ exactly like a hub model.
 from __future__ import annotations
 
 import json
+from contextlib import contextmanager
 from pathlib import Path
 
 from . import task
@@ -71,7 +72,33 @@ def build_tiny_model(
     out = Path(out_dir)
     if is_model_dir(out) and (out / "tokenizer.json").is_file():
         return out
+    with build_lock(out):  # two runs starting at once in one project: one builds, the other waits and reuses it
+        if not (is_model_dir(out) and (out / "tokenizer.json").is_file()):
+            texts = [*corpus(data_file, system_prompt), *extra_texts]
+            _build(out, texts, vocab_size, hidden_size, num_layers, seed, num_heads)
+    return out
 
+
+@contextmanager
+def build_lock(out: Path):
+    """Hold ``<out>.lock`` exclusively (POSIX ``flock``; released when the process ends, even by a kill)."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with open(out.with_name(out.name + ".lock"), "a+b") as lock:
+        try:
+            import fcntl
+        except ImportError:  # Windows: no lock; one run at a time builds the model
+            yield
+            return
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _build(out: Path, texts: list[str], vocab_size: int, hidden_size: int, num_layers: int, seed: int,
+           num_heads: int) -> None:
+    """Train the tokenizer on ``texts``, build the random-weight model, save both to ``out`` atomically."""
     import torch
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
@@ -88,7 +115,7 @@ def build_tiny_model(
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,
     )
-    bpe.train_from_iterator([*corpus(data_file, system_prompt), *extra_texts], trainer)
+    bpe.train_from_iterator(texts, trainer)
     bpe.add_tokens(format_tokens())
     tokenizer = PreTrainedTokenizerFast(
         tokenizer_object=bpe, eos_token="<|im_end|>", pad_token="<pad>", unk_token="<unk>"
@@ -115,4 +142,3 @@ def build_tiny_model(
     with atomic_dir(out) as partial:  # never a half-written model under the final name
         tokenizer.save_pretrained(partial)
         model.save_pretrained(partial)
-    return out
