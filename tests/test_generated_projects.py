@@ -1,4 +1,8 @@
-"""For each task: bake, then run the generated project's own pytest (rewards, configs, the smoke training)."""
+"""For each task: bake, then run the generated project's own pytest (rewards, configs, the smoke training).
+
+Each behaviour is tested once where it does not depend on the task: the project's task-agnostic tests (its
+``any_task`` marker: checkpoints, resume, merge, distributed, launch scripts, ...) run in one task's project, the
+post-generation hook's full smoke training in one bake; every task runs its own tests and its smoke training."""
 
 import json
 import os
@@ -13,26 +17,30 @@ import yaml
 from conftest import OPTIONS, task_names
 
 ALGORITHMS = OPTIONS["algorithm"]
+ANY_TASK_IN = "code"  # the project whose suite runs the task-agnostic tests too: its sandbox is in every run
+HOOK_SMOKE_IN = "json"  # the bake whose post-generation hook runs the full smoke training (the fastest smoke)
 
 
 @pytest.mark.parametrize("task", task_names())
 def test_generated_project_tests_pass(cookies, task):
     # smoke_test=full: the post-generation hook itself runs the CPU smoke training in this interpreter.
-    result = cookies.bake(extra_context={"task": task, "smoke_test": "full", "project_name": f"My {task} run"})
+    smoke = "full" if task == HOOK_SMOKE_IN else "skip"
+    result = cookies.bake(extra_context={"task": task, "smoke_test": smoke, "project_name": f"My {task} run"})
     assert result.exit_code == 0, result.exception
     assert result.context["task"] == task
     root = Path(result.project_path)
-    max_steps = yaml.safe_load((root / "configs" / "smoke.yaml").read_text())["max_steps"]
-    state = json.loads((root / "outputs" / "smoke" / f"checkpoint-{max_steps}" / "trainer_state.json").read_text())
-    assert state["global_step"] == max_steps  # the hook's smoke training ran to the end
-    health = json.loads((root / "outputs" / "smoke" / "health.json").read_text())
-    assert health["verdict"] == "learning", health["reasons"]  # and learnt (its correctness rose)
+    if smoke == "full":
+        max_steps = yaml.safe_load((root / "configs" / "smoke.yaml").read_text())["max_steps"]
+        checkpoint = root / "outputs" / "smoke" / f"checkpoint-{max_steps}"
+        assert json.loads((checkpoint / "trainer_state.json").read_text())["global_step"] == max_steps  # to the end
+        health = json.loads((root / "outputs" / "smoke" / "health.json").read_text())
+        assert health["verdict"] == "learning", health["reasons"]  # and learnt (its correctness rose)
 
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=root,
-                          capture_output=True, text=True, timeout=1200, check=False)
-    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
-    summary = done.stdout.strip().splitlines()[-1]
-    assert " passed" in summary and "failed" not in summary and "skipped" not in summary, summary
+    run_pytest(sys.executable, root, *([] if task == ANY_TASK_IN else ["-m", "not any_task"]))
+
+
+def test_the_agnostic_and_hook_smoke_projects_are_tasks():
+    assert {ANY_TASK_IN, HOOK_SMOKE_IN} <= set(task_names())
 
 
 def unsloth_python() -> str:
@@ -46,8 +54,8 @@ def unsloth_python() -> str:
     pytest.skip(message)
 
 
-def run_pytest(python: str, root: Path, *paths: str) -> None:
-    done = subprocess.run([python, "-m", "pytest", "-q", "-p", "no:cacheprovider", *paths],
+def run_pytest(python: str, root: Path, *args: str) -> None:
+    done = subprocess.run([python, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
                           cwd=root, capture_output=True, text=True, timeout=1200, check=False)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
     summary = done.stdout.strip().splitlines()[-1]
@@ -96,26 +104,31 @@ def test_vllm_project_tests_pass_on_cpu(cookies):
 
 @pytest.mark.parametrize("algorithm", ALGORITHMS)
 def test_every_algorithm_parses_and_smoke_trains(cookies, algorithm):
-    # Every config of the project goes through the project's own TrlParser, and a short smoke training runs.
+    # Every config of the project goes through the project's own TrlParser and, in the same interpreter, a short
+    # smoke training runs: TRL takes the algorithm's loss settings. The default algorithm's training is every
+    # task's smoke run (test_generated_project_tests_pass), so its bake only parses.
     result = cookies.bake(extra_context={"algorithm": algorithm, "smoke_test": "skip"})
     assert result.exit_code == 0, result.exception
     root = Path(result.project_path)
     package = result.context["package_name"]
-    parse = (
-        "import glob, sys\n"
+    train = algorithm != ALGORITHMS[0]
+    script = (
+        "import glob, runpy, sys\n"
         f"from {package} import config\n"
         "for path in sorted(glob.glob('configs/*.yaml')):\n"
         "    s, t, m, _ = config.parser().parse_args_and_config(['--config', path, '--output_dir', '/tmp/x',"
         " '--use_cpu', 'true'])\n"
-        "    print(path, t.loss_type, t.importance_sampling_level, t.scale_rewards, t.beta)\n"
+        "    print(path, t.loss_type, t.importance_sampling_level, t.scale_rewards, t.beta, flush=True)\n"
+        "sys.argv = ['train.py', '--config', 'configs/smoke.yaml', '--max_steps', '2', '--save_steps', '2',"
+        " '--format_priming_steps', '2']\n"
+        f"if {train}:\n"
+        "    runpy.run_path('train.py', run_name='__main__')\n"
     )
-    parsed = subprocess.run([sys.executable, "-c", parse], cwd=root, capture_output=True, text=True, timeout=600,
-                            check=False)
-    assert parsed.returncode == 0, parsed.stderr[-3000:]
-    assert len(parsed.stdout.splitlines()) == len(list((root / "configs").glob("*.yaml")))
-    done = subprocess.run([sys.executable, "train.py", "--config", "configs/smoke.yaml", "--max_steps", "2",
-                           "--save_steps", "2", "--format_priming_steps", "2"],
-                          cwd=root, capture_output=True, text=True, timeout=900, check=False)
+    done = subprocess.run([sys.executable, "-c", script], cwd=root, capture_output=True, text=True, timeout=900,
+                          check=False)
     assert done.returncode == 0, done.stderr[-3000:]
-    state = json.loads((root / "outputs" / "smoke" / "checkpoint-2" / "trainer_state.json").read_text())
-    assert state["global_step"] == 2
+    parsed = [line for line in done.stdout.splitlines() if line.startswith("configs/")]
+    assert len(parsed) == len(list((root / "configs").glob("*.yaml")))
+    if train:
+        state = json.loads((root / "outputs" / "smoke" / "checkpoint-2" / "trainer_state.json").read_text())
+        assert state["global_step"] == 2

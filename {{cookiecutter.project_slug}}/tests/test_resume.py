@@ -20,7 +20,8 @@ MAX_STEPS = 12
 def test_sigkill_then_resume_loses_no_saved_step(tmp_path):
     out = tmp_path / "run"
     command = [sys.executable, "train.py", "--config", "configs/smoke.yaml", "--output_dir", str(out),
-               "--max_steps", str(MAX_STEPS), "--save_steps", "2", "--save_total_limit", "10"]
+               "--max_steps", str(MAX_STEPS), "--save_steps", "2", "--save_total_limit", "10",
+               "--format_priming_steps", "5"]
     first = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                              start_new_session=True)
     deadline = time.monotonic() + 300
