@@ -70,19 +70,19 @@ def generate_curriculum(n: int, seed: int = 0, part: str = "train") -> list[dict
     """``n`` one-step identities whose answer is one of the operands, sampled with ``seed``.
 
     The smoke curriculum (``dataset_name: curriculum:N``), a task a tiny model can learn with GRPO. Format priming
-    learns the format and one rule from the ``priming`` part: ``a + 0`` and ``a - 0`` (a in 0..9) are ``a``, copy the
-    first operand. The GRPO rows (``train`` part, disjoint) are ``a * 1``, ``1 * a`` and ``0 + a`` (a in 2..9):
-    copying the first operand answers a third of them, and GRPO has to learn to copy the operand that is neither 0
-    nor 1. The ``test`` part holds out 6 of those 24 questions (each operand and each form still trains with the
-    others): the eval split, which only a learnt rule answers.
+    learns the format and one rule from the ``priming`` part: ``a + 0``, ``a - 0`` and ``0 + a`` (a in 0..9) are
+    ``a``, copy the operand that is not 0, whichever side it is on. The GRPO rows (``train`` part, disjoint) are
+    ``a * 1`` and ``1 * a`` (a in 2..9): the primed model copies either operand, and GRPO has to learn to copy the
+    one that is not 1. The ``test`` part holds out 4 of those 16 questions (each operand and each form still trains
+    with the others): the eval split, which only a learnt rule answers.
     """
     import random
 
     rng = random.Random(seed)
     if part == "priming":
-        questions = [(form, a) for form in ("{a} + 0", "{a} - 0") for a in range(10)]
+        questions = [(form, a) for form in ("{a} + 0", "{a} - 0", "0 + {a}") for a in range(10)]
     else:
-        forms = ["{a} * 1", "1 * {a}", "0 + {a}"]
+        forms = ["{a} * 1", "1 * {a}"]
         questions = [(form, a) for index, form in enumerate(forms) for a in range(2, 10)
                      if ((a + index) % 4 == 0) == (part == "test")]
     rows = []
