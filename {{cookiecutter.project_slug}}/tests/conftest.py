@@ -75,9 +75,10 @@ def run_cli(monkeypatch, tmp_path, capsys):
 # ``pytest -m "not any_task"`` runs only what a change to the task (its data, rewards, prompts) can break. A module
 # name covers all of its tests, "module::test" one test.
 ANY_TASK = {
-    "test_after_training.py", "test_backend.py", "test_distributed.py", "test_launch_checks.py",
-    "test_launch_scripts.py", "test_logprobs_fallback.py", "test_memory.py", "test_model_loading.py",
-    "test_multinode.py", "test_plot.py", "test_priming_cli.py", "test_resume.py", "test_slurm.py",
+    "test_after_training.py", "test_backend.py", "test_console_scripts.py", "test_distributed.py",
+    "test_launch_checks.py", "test_launch_scripts.py", "test_logprobs_fallback.py", "test_memory.py",
+    "test_model_loading.py", "test_multinode.py", "test_plot.py", "test_priming_cli.py", "test_resume.py",
+    "test_slurm.py",
     "test_bad_input.py::test_a_too_long_question_is_left_out_of_priming",
     "test_bad_input.py::test_the_real_train_py_prints_only_the_line",
     "test_checkpoints.py::test_a_real_checkpoint_is_complete_and_every_half_written_one_is_not",

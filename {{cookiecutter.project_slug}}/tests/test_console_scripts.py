@@ -1,0 +1,49 @@
+"""The console commands of ``[project.scripts]`` work from a fresh ``pip install -e .``: in a new virtual environment
+that sees this one's packages (nothing is downloaded), each answers ``--help``, and ``-train`` fails a missing
+config with train.py's one line."""
+
+import re
+import shutil
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def scripts() -> dict[str, str]:
+    text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    table = text.split("[project.scripts]", 1)[1].split("\n[", 1)[0]
+    return dict(re.findall(r'^([\w.-]+) = "([\w.:]+)"$', table, flags=re.MULTILINE))
+
+
+def test_console_commands_from_a_fresh_editable_install(tmp_path):
+    names = scripts()
+    assert {name.rsplit("-", 1)[1] for name in names} == {
+        "train", "eval", "filter", "merge", "chat", "plot", "doctor", "download"}
+    project = tmp_path / "project"
+    shutil.copytree(ROOT, project, ignore=shutil.ignore_patterns(".smoke", "outputs", ".venv", "*.egg-info",
+                                                                  "__pycache__", ".pytest_cache"))
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    # the new environment sees this one's packages (torch, trl, setuptools, ...): this site directory, .pth included
+    site_packages = subprocess.run([str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()"
+                                    "['purelib'])"], capture_output=True, text=True, check=True).stdout.strip()
+    outer = sysconfig.get_paths()["purelib"]
+    (Path(site_packages) / "outer.pth").write_text(f"import site; site.addsitedir({outer!r})\n")
+    installed = subprocess.run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install",
+                                "--quiet", "--no-deps", "--no-index", "--no-build-isolation", "-e", str(project)],
+                               capture_output=True, text=True)
+    assert installed.returncode == 0, installed.stderr[-3000:]
+    runs = {name: subprocess.Popen([str(venv / "bin" / name), "--help"], cwd=project, stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True) for name in names}
+    train = next(name for name in names if name.endswith("-train"))
+    runs["missing config"] = subprocess.Popen([str(venv / "bin" / train), "--config", "configs/nope.yaml"],
+                                              cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    done = {name: (*run.communicate(timeout=300), run.returncode) for name, run in runs.items()}
+    for name in names:
+        out, err, code = done[name]
+        assert code == 0 and "usage:" in out.lower(), (name, err[-2000:])
+    out, err, code = done["missing config"]
+    assert code != 0 and err.strip().splitlines() == [err.strip()] and err.startswith("error: config"), err
