@@ -1,14 +1,17 @@
-"""The row contract: which columns a task's rows carry and what each must hold, checked before any model is loaded.
+"""The task contract and the row contract, checked before any model is loaded.
 
-Each task module declares ``COLUMNS = {name: Column(kind, what, required)}``; ``check_rows`` finds the first row that
-breaks it and says what to fix, in one line. Stdlib only.
+``TaskSpec`` is what a task module (``task.py``) declares; ``spec_problems`` lists what a module lacks. Each task
+declares ``COLUMNS = {name: Column(kind, what, required)}``, its rows' contract; ``check_rows`` finds the first row
+that breaks it and says what to fix, in one line. Stdlib only.
 """
 
 from __future__ import annotations
 
+import inspect
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, is_dataclass
+from typing import Protocol
 
 TEXT = "text"
 TEXT_OR_NUMBER = "text or number"
@@ -104,3 +107,63 @@ def check_rows(rows: Iterable[Mapping], columns: Mapping[str, Column], source: s
     index, problem = first
     return (f"dataset {source!r}, row {index + 1}: {problem} ({bad} of {total} rows break the row contract: "
             f"{describe(columns)}); fix or drop those rows")
+
+
+class TaskSpec(Protocol):
+    """What a task module declares (``task.py``); its reward module registers ``correctness`` (``rewards/task.py``).
+
+    ``generate_curriculum(n, seed, part)`` gives the smoke curriculum's rows: ``part`` is ``priming`` (what format
+    priming teaches), ``train`` (the GRPO rows, which need a rule priming did not teach) or ``test`` (the eval split:
+    questions no other part contains)."""
+
+    NAME: str  # the task's name, as in cookiecutter.json
+    INSTRUCTION: str  # what the model is asked to do, without the format
+    SYSTEM_PROMPT: str  # the instruction with the answer format's
+    COLUMNS: dict[str, Column]  # the row contract
+    REQUIRED_COLUMNS: tuple[str, ...]
+    ERRORS: tuple[type[BaseException], ...]  # errors that end a run with one line (besides bad data or config)
+    TaskArguments: type  # a dataclass: the task's own settings in the config
+
+    def normalize(self, row: dict) -> dict: ...  # a local row into the contract
+
+    def from_hub_row(self, row: dict) -> dict: ...  # a hub dataset's row into the contract
+
+    def user_message(self, row: dict) -> str: ...  # the prompt's user turn
+
+    def gold_completion(self, row: dict) -> str: ...  # a well-formed completion with the gold answer
+
+    def generate_curriculum(self, n: int, seed: int = 0, part: str = "train") -> list[dict]: ...
+
+
+SPEC_TYPES = {"NAME": str, "INSTRUCTION": str, "SYSTEM_PROMPT": str, "COLUMNS": dict, "REQUIRED_COLUMNS": tuple,
+              "ERRORS": tuple}
+SPEC_FUNCTIONS = {"normalize": 1, "from_hub_row": 1, "user_message": 1, "gold_completion": 1,
+                  "generate_curriculum": 3}  # positional parameters each takes
+
+
+def spec_problems(module) -> list[str]:
+    """What ``module`` lacks of ``TaskSpec``, one line each (empty when it fills the spec)."""
+    problems = []
+    for name, kind in SPEC_TYPES.items():
+        if not isinstance(getattr(module, name, None), kind):
+            problems.append(f"{name} must be a {kind.__name__}")
+    if isinstance(getattr(module, "COLUMNS", None), dict):
+        bad = [f"COLUMNS[{key!r}] must be a Column" for key, value in module.COLUMNS.items()
+               if not isinstance(value, Column)]
+        problems += bad
+        if not bad and getattr(module, "REQUIRED_COLUMNS", None) != required(module.COLUMNS):
+            problems.append("REQUIRED_COLUMNS must be contract.required(COLUMNS)")
+    if not all(isinstance(error, type) and issubclass(error, BaseException) for error in getattr(module, "ERRORS", ())):
+        problems.append("ERRORS must hold exception classes")
+    if not is_dataclass(getattr(module, "TaskArguments", None)):
+        problems.append("TaskArguments must be a dataclass")
+    for name, count in SPEC_FUNCTIONS.items():
+        function = getattr(module, name, None)
+        if not callable(function):
+            problems.append(f"{name}() is missing")
+            continue
+        parameters = list(inspect.signature(function).parameters.values())
+        if len(parameters) < count or any(p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+                                          for p in parameters[:count]):
+            problems.append(f"{name}() must take {count} positional parameter(s)")
+    return problems
