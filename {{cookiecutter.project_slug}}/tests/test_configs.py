@@ -113,3 +113,15 @@ def test_the_8gb_preset_leaves_a_sixth_of_a_desktop_card_free():
     if config.get("model_name_or_path") not in memory.KNOWN_MODELS:
         pytest.skip("the preset's model was replaced at generation")
     assert memory.estimate(config, 7.3).total <= 0.85 * 7.3
+
+
+def test_the_defaults_table_is_what_train_py_parses():
+    # The plain-YAML readers fall back on settings.DEFAULTS; train.py's dataclasses give the same keys these values.
+    from dataclasses import fields
+
+    from trl import GRPOConfig
+
+    script = {f.name: f.default for f in fields(mod("config").GRPOScriptArguments)}
+    grpo = {f.name: f.default for f in fields(GRPOConfig)}
+    for key, value in mod("settings").DEFAULTS.items():
+        assert value == (script[key] if key in script else grpo[key]), key

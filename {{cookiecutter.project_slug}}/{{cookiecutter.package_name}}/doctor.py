@@ -28,6 +28,7 @@ from . import memory
 from .archs import EstimateError, resolve_arch
 from .estimator import GIB, VLLM_OVERHEAD_GIB, vllm_one_request_gib, vllm_weights_gib
 from .machine import Gpu, Machine  # noqa: F401 - Gpu: re-exported for tests
+from .settings import setting
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -191,7 +192,7 @@ def check_memory(config: dict[str, Any], machine: Machine, run: launches.Launch)
         text = f"vLLM KV budget {budget:.2f} GiB ({fraction:g} x {gpu.total_gib:.0f} GiB - weights - ~1 GiB); one " \
                f"{tokens}-token request needs {need:.2f} GiB"
         if need > budget:
-            seq = int(config.get("max_prompt_length") or 512) + int(config.get("max_completion_length") or 512)
+            seq = int(setting(config, "max_prompt_length")) + int(setting(config, "max_completion_length"))
             fix = (f"set vllm_max_model_length: {seq}" if not config.get("vllm_max_model_length")
                    else "raise vllm_gpu_memory_utilization")
             checks.append(Check("vllm-kv", BLOCK, text + ": vLLM cannot start", fix))

@@ -50,6 +50,7 @@ from typing import Any
 
 from .archs import LINEAR_LAYERS, Arch, resolve_arch
 from .launch import Launch
+from .settings import setting
 
 GIB = float(2**30)
 HEADROOM = 0.10  # the margin a preset should keep: estimates are +-25%, allocators fragment
@@ -233,8 +234,8 @@ def estimate(
     shards = processes if stage else 1
 
     batch = int(config.get("per_device_train_batch_size") or 8)
-    prompt = int(config.get("max_prompt_length") or 512)
-    completion = int(config.get("max_completion_length") or 512)
+    prompt = int(setting(config, "max_prompt_length"))
+    completion = int(setting(config, "max_completion_length"))
     seq = prompt + completion
     accumulation = int(config.get("gradient_accumulation_steps") or 1)
     if config.get("steps_per_generation"):
@@ -395,6 +396,6 @@ def vllm_one_request_gib(config: dict[str, Any], model_config: dict[str, Any] | 
     """KV cache of one full-length request as vLLM sizes it, and that length in tokens."""
     arch = resolve_arch(str(config.get("model_name_or_path") or ""), model_config)
     tp = max(1, int(config.get("vllm_tensor_parallel_size") or 1))
-    seq = int(config.get("max_prompt_length") or 512) + int(config.get("max_completion_length") or 512)
+    seq = int(setting(config, "max_prompt_length")) + int(setting(config, "max_completion_length"))
     max_len, _ = vllm_max_len(config, arch, seq)
     return arch.kv_bytes_per_token / tp * max_len / GIB, max_len

@@ -9,6 +9,7 @@ from importlib.util import find_spec
 from pathlib import Path
 
 from .eval_settings import EvalError, Settings, chat_template_kwargs
+from .settings import setting
 
 # ----------------------------------------------------------------------------------------------- generation
 
@@ -130,8 +131,8 @@ def generate_transformers(
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
     stop = eos_ids(model, tokenizer)
-    max_len = int(settings.get("max_completion_length", 256))
-    set_seed(int(settings.get("seed", 42)))
+    max_len = int(setting(settings, "max_completion_length"))
+    set_seed(int(setting(settings, "seed")))
     all_ids = prompt_ids(tokenizer, prompts, chat_template_kwargs(settings))
     kwargs = {
         **sampling(settings),
@@ -169,7 +170,7 @@ def vllm_engine(settings: Settings, base: str, adapter: str | None) -> tuple:
     """An offline vLLM ``LLM`` for the model and the LoRA request of the adapter (None without one)."""
     from vllm import LLM
 
-    max_len = int(settings.get("max_completion_length", 256))
+    max_len = int(setting(settings, "max_completion_length"))
     llm_kwargs = {
         "model": base,
         "tokenizer": adapter if adapter and (Path(adapter) / "tokenizer_config.json").is_file() else base,
@@ -179,7 +180,7 @@ def vllm_engine(settings: Settings, base: str, adapter: str | None) -> tuple:
             settings.get("vllm_max_model_length", int(settings.get("max_prompt_length", 512)) + max_len)
         ),
         "tensor_parallel_size": int(settings.get("vllm_tensor_parallel_size", 1)),
-        "seed": int(settings.get("seed", 42)),
+        "seed": int(setting(settings, "seed")),
         "trust_remote_code": bool(settings.get("trust_remote_code", False)),
     }
     lora = None
@@ -198,7 +199,7 @@ def generate_vllm(settings: Settings, base: str, adapter: str | None, tokenizer,
     from vllm import SamplingParams
 
     llm, lora = engine if engine is not None else vllm_engine(settings, base, adapter)
-    max_len = int(settings.get("max_completion_length", 256))
+    max_len = int(setting(settings, "max_completion_length"))
     params = sampling(settings)
     greedy = not params.pop("do_sample")
     if greedy:
@@ -206,7 +207,7 @@ def generate_vllm(settings: Settings, base: str, adapter: str | None, tokenizer,
     else:
         params["top_k"] = params["top_k"] or -1  # vLLM's "no top-k" is -1 (0 in older versions)
     sampling_params = SamplingParams(
-        n=settings.num_samples, max_tokens=max_len, seed=int(settings.get("seed", 42)), **params
+        n=settings.num_samples, max_tokens=max_len, seed=int(setting(settings, "seed")), **params
     )
     requests = [{"prompt_token_ids": ids} for ids in prompt_ids(tokenizer, prompts, chat_template_kwargs(settings))]
     results = llm.generate(requests, sampling_params, lora_request=lora, use_tqdm=False)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from . import DEFAULT_CONFIG, data, hub
 from .hub import looks_like_path
+from .settings import setting
 
 
 class EvalError(ValueError):
@@ -138,7 +139,7 @@ def split_rows(settings: Settings, tokenizer, which: str = "eval", max_rows: int
         settings.get("dataset_train_split", "train"),
         settings.get("dataset_test_split", "test"),
         eval_fraction=float(settings.get("eval_fraction", 0.1)),
-        seed=int(settings.get("seed", 42)),
+        seed=int(setting(settings, "seed")),
     )
     split = train if which == "train" else held_out
     if max_rows is not None:

@@ -45,6 +45,7 @@ from .eval_settings import (  # noqa: F401
     split_rows,
 )
 from .rewards import RewardSettings, build_reward, reward_names
+from .settings import setting
 
 ROOT = Path(__file__).resolve().parent.parent
 TASK = task.NAME
@@ -98,7 +99,7 @@ def evaluate(settings: Settings, out_dir: Path) -> dict:
             "max_completion_length": int(settings.cfg["max_completion_length"]),
             "max_prompt_length": int(settings.get("max_prompt_length", 512)),
             "backend": backend,
-            "seed": int(settings.get("seed", 42)),
+            "seed": int(setting(settings, "seed")),
             "reward_funcs": list(settings.get("reward_funcs", [])),
             "reward_weights": settings.get("reward_weights"),
         },

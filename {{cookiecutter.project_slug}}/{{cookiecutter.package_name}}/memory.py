@@ -47,6 +47,7 @@ from .estimator import (  # noqa: F401
     vllm_one_request_gib,
     vllm_weights_gib,
 )
+from .settings import setting
 
 
 def _patched(config: dict[str, Any], **changes: Any) -> dict[str, Any]:
@@ -59,7 +60,7 @@ def _knobs(config: dict[str, Any], est: Estimate) -> list[tuple[str, dict[str, A
     """Candidate config changes, first knobs first."""
     batch = int(config.get("per_device_train_batch_size") or 8)
     accumulation = int(config.get("gradient_accumulation_steps") or 1)
-    completion = int(config.get("max_completion_length") or 512)
+    completion = int(setting(config, "max_completion_length"))
     generations = int(config.get("num_generations") or 8)
     knobs: list[tuple[str, dict[str, Any]]] = []
     if not _flag(config, "use_peft", False):
@@ -136,7 +137,7 @@ def advice(est: Estimate, config: dict[str, Any] | None = None, model_config: di
         return lines + [f"{name}: {generic[name]}" for name, _ in ranked[:2] if generic[name]]
     base, fixes = config, []
     if not est.vllm_ok and config.get("use_vllm") and not config.get("vllm_max_model_length"):
-        seq = int(config.get("max_prompt_length") or 512) + int(config.get("max_completion_length") or 512)
+        seq = int(setting(config, "max_prompt_length")) + int(setting(config, "max_completion_length"))
         base = _patched(config, vllm_max_model_length=seq)
         fixes.append(f"vllm_max_model_length: {seq}")
         est = estimate(base, est.gpu_gb, model_config, launch)
@@ -241,7 +242,7 @@ def priming_gib(config: dict[str, Any], model_config: dict[str, Any] | None = No
     peft = _flag(config, "use_peft", False)
     act_bytes = _bytes_of(config.get("dtype"))
     tokens = int(config.get("format_priming_batch_size") or 8) * (
-        int(config.get("max_prompt_length") or 512) + int(config.get("max_completion_length") or 512))
+        int(setting(config, "max_prompt_length")) + int(setting(config, "max_completion_length")))
     targets = _targets(config.get("lora_target_modules")) if peft else None
     lora_r = int(config.get("lora_r") or 16)
     dropout = float(config.get("lora_dropout", 0.05) or 0.0) if peft else 0.0

@@ -29,6 +29,7 @@ from pathlib import Path
 from . import task
 from .checkpoints import atomic_dir, is_model_dir
 from .data import DataError, build_prompt
+from .settings import setting
 
 
 def encode(tokenizer, row: dict, system_prompt: str | None = None) -> tuple[list[int], list[int]]:
@@ -255,17 +256,17 @@ def prime_from_config(settings: dict, out_dir: str | Path | None = None, steps: 
         settings.get("dataset_train_split", "train"),
         settings.get("dataset_test_split", "test"),
         eval_fraction=float(settings.get("eval_fraction", 0.1)),
-        seed=int(settings.get("seed", 42)),
+        seed=int(setting(settings, "seed")),
     )
     return prime(
         model_path,
         out,
-        data.priming_rows(settings["dataset_name"], train, limit=PRIMING_ROWS, seed=int(settings.get("seed", 42))),
+        data.priming_rows(settings["dataset_name"], train, limit=PRIMING_ROWS, seed=int(setting(settings, "seed"))),
         steps=steps,
         learning_rate=float(settings.get("format_priming_lr", 1e-5)),
         batch_size=int(settings.get("format_priming_batch_size", 8)),
         target_loss=settings.get("format_priming_target_loss"),
-        seed=int(settings.get("seed", 42)),
+        seed=int(setting(settings, "seed")),
         system_prompt=settings.get("system_prompt"),
         log=log,
         dtype=settings.get("dtype"),
