@@ -37,6 +37,7 @@ CONFIG_CASES = {  # id: (run_cli keyword arguments, words the line must hold)
     "max_completion_length 0": ({"settings": {"max_completion_length": 0}}, ["max_completion_length", "positive"]),
     "negative batch": ({"settings": {"per_device_train_batch_size": -8}}, ["per_device_train_batch_size", "positive"]),
     "one generation": ({"settings": {"num_generations": 1}}, ["num_generations", "at least 2"]),
+    "negative threads": ({"settings": {"cpu_threads": -2}}, ["cpu_threads", "0 (torch's default)"]),
     "weights not numbers": ({"settings": {"reward_weights": ["a", 0.2, 0.1, 0.1]}}, ["reward_weights", "numbers"]),
     "reward_funcs a string": ({"settings": {"reward_funcs": "correctness", "reward_weights": [1.0]}},
                               ["reward_funcs", "list", "[correctness]"]),

@@ -125,3 +125,16 @@ def test_the_defaults_table_is_what_train_py_parses():
     grpo = {f.name: f.default for f in fields(GRPOConfig)}
     for key, value in mod("settings").DEFAULTS.items():
         assert value == (script[key] if key in script else grpo[key]), key
+
+
+def test_cpu_threads_sets_torchs_threads():
+    import torch
+
+    before = torch.get_num_threads()
+    try:
+        mod("settings").use_cpu_threads(0)  # 0: torch's default, untouched
+        assert torch.get_num_threads() == before
+        mod("settings").use_cpu_threads(1)
+        assert torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(before)

@@ -45,6 +45,9 @@ class GRPOScriptArguments(ScriptArguments):
         default=None, metadata={"help": "Stop priming once its loss is below this (format_priming_steps is the cap)."}
     )
     num_processes: int = field(default=1, metadata={"help": "Training processes this preset's batch is sized for."})
+    cpu_threads: int = field(
+        default=0, metadata={"help": "torch threads per process on CPU (0 = torch's default, one per core)."}
+    )
     auto_resume: bool = field(default=True, metadata={"help": "Resume from the last checkpoint in output_dir."})
     model_backend: str = field(
         default="trl",

@@ -45,7 +45,7 @@ from .eval_settings import (  # noqa: F401
     split_rows,
 )
 from .rewards import RewardSettings, build_reward, reward_names
-from .settings import setting
+from .settings import setting, use_cpu_threads
 
 ROOT = Path(__file__).resolve().parent.parent
 TASK = task.NAME
@@ -70,6 +70,7 @@ def reward_settings(settings: Settings) -> RewardSettings:
 def evaluate(settings: Settings, out_dir: Path) -> dict:
     """Generate, score, summarize and write the reports; returns the report."""
     started = time.time()
+    use_cpu_threads(setting(settings, "cpu_threads"))
     base, adapter = resolve_model(settings.model, settings.adapter)
     backend = pick_backend(settings)
     rewards = {name: build_reward(name, reward_settings(settings)) for name in reward_names()}

@@ -74,6 +74,9 @@ def check_values(config: dict) -> list[str]:
     steps = _number(config.get("format_priming_steps", 0))
     if steps is None or steps < 0:
         problems.append(f"format_priming_steps: {config['format_priming_steps']!r} must be 0 (none) or more")
+    threads = _number(config.get("cpu_threads", 0))
+    if threads is None or threads != int(threads) or threads < 0:
+        problems.append(f"cpu_threads: {config['cpu_threads']!r} must be 0 (torch's default) or a positive integer")
     fraction = _number(config.get("eval_fraction", 0.5))
     if fraction is None or not 0 < fraction < 1:
         problems.append(f"eval_fraction: {config['eval_fraction']!r} must be between 0 and 1 (e.g. 0.1)")

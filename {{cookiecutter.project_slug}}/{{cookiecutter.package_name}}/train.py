@@ -17,6 +17,7 @@ from trl import GRPOConfig, ModelConfig
 from . import audit, checkpoints, config, data, difficulty, distributed, health, hub, memory, model, priming, task, tiny
 from .progress import Interrupt, ProgressLine
 from .rewards import RewardSettings, build_reward_funcs
+from .settings import use_cpu_threads
 
 
 def main(
@@ -25,6 +26,7 @@ def main(
     model_args: ModelConfig,
     task_args: task.TaskArguments,
 ) -> None:
+    use_cpu_threads(script_args.cpu_threads)
     checkpoint = checkpoints.resume_point(training_args, script_args.auto_resume)  # before any expensive step
     if checkpoint and finished(checkpoint, training_args):
         return
