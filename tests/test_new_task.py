@@ -111,6 +111,7 @@ def test_gold_scores_one_and_wrong_scores_zero():
 } -%}
 {%- set dependencies = [] -%}
 {%- set smoke_max_completion_length = 32 -%}
+{%- set smoke_learning_rate = "8.0e-4" -%}
 {%- set smoke_max_steps = 30 -%}
 {%- set readme_curriculum = ["reverse three-letter words", "reverse other words", "words no other part uses"] -%}
 {%- set readme_data = "Default: the bundled sample of words to reverse." -%}
@@ -118,7 +119,7 @@ def test_gold_scores_one_and_wrong_scores_zero():
 {%- set readme_files = [] -%}
 {%- set readme_rewards = [] -%}
 {%- set readme_columns = [["question", "string", "yes", "a word"], ["answer", "string", "yes", "it reversed"]] -%}
-{%- set readme_chat_prompt = '"stressed"' -%}
+{%- set readme_chat_prompt = '"Reverse: acb"' -%}  {#- a question of the curriculum's held-out test part -#}
 {% macro preset_settings(preset) %}{% endmacro %}
 ''',
 }
