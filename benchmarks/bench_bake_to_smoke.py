@@ -2,7 +2,7 @@
 the median of 3 runs (target < 90 s on 2 cores).
 
     python benchmarks/bench_bake_to_smoke.py             # 3 runs per task
-    python benchmarks/bench_bake_to_smoke.py --runs 1
+    python benchmarks/bench_bake_to_smoke.py --runs 1 --tasks math    # `make demo`'s project only
 
 Runs the real command line (the post-generation hook runs the smoke training with smoke_test=full) in a fresh
 output folder, so the tiny model is built from scratch each time.
@@ -46,10 +46,11 @@ def bake_to_smoke(cookiecutter: Path, task: str) -> float | None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--tasks", nargs="+", help="the tasks to bake (default: every task choice)")
     args = parser.parse_args(argv)
     cookiecutter = Path(sys.executable).with_name("cookiecutter")
     worst = 0.0
-    for task in json.loads((ROOT / "cookiecutter.json").read_text())["task"]:
+    for task in args.tasks or json.loads((ROOT / "cookiecutter.json").read_text())["task"]:
         times = [bake_to_smoke(cookiecutter, task) for _ in range(args.runs)]
         if None in times:
             print(f"{task}: FAILED")
