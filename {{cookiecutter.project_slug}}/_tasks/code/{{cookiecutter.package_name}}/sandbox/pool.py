@@ -189,8 +189,12 @@ class _Worker:
             self.proc.wait(timeout=5)
         except Exception:
             pass
-        if self.scratch_root:
+        for _ in range(20):  # a job's child still dying (a loaded machine) can write into it while it is removed
+            if not self.scratch_root or not os.path.exists(self.scratch_root):
+                break
             shutil.rmtree(self.scratch_root, ignore_errors=True)
+            if os.path.exists(self.scratch_root):
+                time.sleep(0.05)
 
 
 class Sandbox:
