@@ -70,13 +70,17 @@ def build_tiny_model(
     ``num_heads`` attention heads (half as many key/value heads): 2 gives head_dim 32 at hidden 64, a head size
     vLLM's CPU backend supports (32, 64, 80, ...; the vLLM tests use it)."""
     out = Path(out_dir)
-    if is_model_dir(out) and (out / "tokenizer.json").is_file():
+    if _built(out):
         return out
     with build_lock(out):  # two runs starting at once in one project: one builds, the other waits and reuses it
-        if not (is_model_dir(out) and (out / "tokenizer.json").is_file()):
+        if not _built(out):
             texts = [*corpus(data_file, system_prompt), *extra_texts]
             _build(out, texts, vocab_size, hidden_size, num_layers, seed, num_heads)
     return out
+
+
+def _built(out: Path) -> bool:
+    return is_model_dir(out) and (out / "tokenizer.json").is_file()
 
 
 @contextmanager
