@@ -26,9 +26,10 @@ from typing import Any
 from . import launch as launches
 from . import memory
 from .archs import EstimateError, resolve_arch
-from .estimator import GIB, VLLM_OVERHEAD_GIB, vllm_one_request_gib, vllm_weights_gib
+from .estimator import GIB
 from .machine import Gpu, Machine  # noqa: F401 - Gpu: re-exported for tests
 from .settings import setting
+from .vllm_memory import VLLM_OVERHEAD_GIB, vllm_one_request_gib, vllm_weights_gib
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE_DIR = Path(__file__).resolve().parent

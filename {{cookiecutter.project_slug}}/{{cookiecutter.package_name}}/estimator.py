@@ -1,6 +1,7 @@
 """Estimate the peak GPU memory of a GRPO run from its config, before loading anything (stdlib + PyYAML).
 
-The command is ``python -m <package>.memory`` (memory.py). The model (per GPU, GiB = 2**30 bytes) is
+The command is ``python -m <package>.memory`` (memory.py); the A and L terms are computed in
+``activation_memory.py``, colocated vLLM's share in ``vllm_memory.py``. The model (per GPU, GiB = 2**30 bytes) is
 ``peak = W + S + A + L + R + Gen + overhead``, the model from
 ``gpu-memory-evidence.md`` (public measured figures it was checked against are cited in ``tests/test_memory.py``),
 adapted to what TRL 1.16's GRPOTrainer does:
@@ -48,6 +49,13 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from .activation_memory import (  # noqa: F401 - re-exported: the estimator's names
+    FUSED_HEAD_TILE,
+    activation_bytes,
+    fused_head_bytes,
+    layer_working_set,
+    recompute_working_set,
+)
 from .archs import LINEAR_LAYERS, Arch, resolve_arch
 from .launch import Launch
 from .settings import setting
@@ -55,10 +63,8 @@ from .settings import setting
 GIB = float(2**30)
 HEADROOM = 0.10  # the margin a preset should keep: estimates are +-25%, allocators fragment
 OVERHEAD_GIB = 1.0  # CUDA context, allocator fragmentation, NCCL buffers
-VLLM_OVERHEAD_GIB = 1.0  # vLLM's activations, CUDA graphs and sampler inside its reserved fraction
 NF4_BYTES_PER_PARAM = 0.56  # 4-bit NF4 weights with their quantization constants
 INT8_BYTES_PER_PARAM = 1.06
-FUSED_HEAD_TILE = 4096 * 32768  # TRL 1.16 fused LM head: tokens per tile x vocabulary columns per tile
 PEFT_DEFAULT_TARGETS = ("q_proj", "v_proj")  # PEFT's default for Llama/Qwen/Mistral when no target is given
 
 
@@ -157,54 +163,76 @@ def _moment_bytes(optim: str, param_bytes: int) -> float:
     return 2.0 * param_bytes
 
 
-def layer_working_set(arch: Arch, act_bytes: int, lora_targets: list[str] | None, lora_dropout: float,
-                      lora_r: int, fp32_adapters: bool = True) -> float:
-    """Bytes per token that autograd keeps for ONE decoder layer's forward (what its backward needs).
+@dataclass
+class _Run:
+    """What the estimate's terms are computed from: the model, the launch, the batch shapes and the precision."""
 
-    Coefficients from counting the tensors ``torch.autograd.graph.saved_tensors_hooks`` sees for one Qwen2/Qwen3/
-    Llama layer of transformers 5 with PEFT LoRA (fitted exactly over varied hidden/intermediate/head sizes):
-    two RMSNorms (fp32 input + normalized + output), q and attention output, k and v, the attention's logsumexp,
-    four intermediate-size MLP tensors; Qwen3's q/k norms; LoRA on a 16-bit base keeps fp32 adapters, so each
-    adapter saves an fp32 copy of its input (and its dropout output and a 1-byte mask when ``lora_dropout > 0``).
-    """
-    h, i = arch.hidden, arch.intermediate
-    q, kv = arch.heads * arch.head_dim, arch.kv_heads * arch.head_dim
-    b = act_bytes
-    size = (8 + 4 * b) * h - (4 * h if b == 4 else 0) + 4 * b * i + 2 * b * (q + kv) + 4 * arch.heads + 8
-    if arch.qk_norm:
-        size += 8 * q + 2 * kv + 4 * (arch.heads + arch.kv_heads)
-    if lora_targets:
-        inputs = {"q_proj": h, "k_proj": h, "v_proj": h, "o_proj": q, "gate_proj": h, "up_proj": h, "down_proj": i}
-        upcast = {"o_proj": 4.0, "down_proj": 2.0}  # measured fp32 input copies per adapter; the others 2.4
-        for name in lora_targets:
-            if name not in inputs:
-                continue
-            n = inputs[name]
-            if b == 2 and fp32_adapters:  # fp32 adapters on a 16-bit base: lora_A's input is cast to fp32
-                size += upcast.get(name, 2.4) * n
-            if lora_dropout > 0:  # the fp32 dropout output, and the 1-byte mask CUDA's native_dropout keeps
-                size += (4 if fp32_adapters else b) * n + n
-            size += 4 * lora_r
-    return float(size)
+    arch: Arch
+    launch: Launch
+    on_cpu: bool
+    processes: int
+    stage: int  # the ZeRO / FSDP stage; 0 without sharding
+    batch: int
+    prompt: int
+    completion: int
+    gen_seqs: int  # sequences of one generation batch on this device
+    dtype_bytes: int
+    four_bit: bool
+    eight_bit: bool
+    peft: bool
+    optim: str
+    targets: list[str] | None  # the LoRA target modules; None for full fine-tuning
+    lora_r: int
 
+    @property
+    def shards(self) -> int:
+        return self.processes if self.stage else 1
 
-def recompute_working_set(arch: Arch, tokens: int, act_bytes: int, lora_targets: list[str] | None,
-                          lora_dropout: float, lora_r: int, fp32_adapters: bool = True) -> float:
-    """Bytes of the one layer that gradient checkpointing recomputes during the backward, for the whole
-    micro-batch: its saved tensors plus the gradient buffers of its MLP intermediates (~3 x intermediate)."""
-    per_token = layer_working_set(arch, act_bytes, lora_targets, lora_dropout, lora_r, fp32_adapters)
-    per_token += 3 * arch.intermediate * act_bytes + 4 * arch.hidden
-    return tokens * per_token
+    @property
+    def seq(self) -> int:
+        return self.prompt + self.completion
+
+    @property
+    def quantized(self) -> bool:
+        return self.four_bit or self.eight_bit
+
+    @property
+    def act_bytes(self) -> int:
+        return 2 if self.quantized else self.dtype_bytes
 
 
-def vllm_max_len(config: dict[str, Any], arch: Arch, seq: int) -> tuple[int, str]:
-    """The context vLLM sizes its KV cache for: ``vllm_max_model_length``, else the model's full context (vLLM's
-    default), else prompt + completion when the model's context is unknown. With where it came from."""
-    if config.get("vllm_max_model_length"):
-        return int(config["vllm_max_model_length"]), "vllm_max_model_length"
-    if arch.max_position:
-        return arch.max_position, "the model's full context (vllm_max_model_length unset)"
-    return seq, "prompt + completion (the model's context is unknown)"
+def _run_of(config: dict[str, Any], arch: Arch, launch: Launch | None) -> _Run:
+    """The run ``config`` describes, launched as ``launch`` (None: the config's own sharding, else plain DDP)."""
+    from .launch import resolve
+
+    on_cpu = _flag(config, "use_cpu", False)
+    run = Launch() if on_cpu else (launch or resolve(config))
+    processes = max(1, run.world_size)
+    batch = int(config.get("per_device_train_batch_size") or 8)
+    prompt = int(setting(config, "max_prompt_length"))
+    completion = int(setting(config, "max_completion_length"))
+    gen_seqs = _generation_seqs(config, batch, processes)
+    peft = _flag(config, "use_peft", False)
+    return _Run(
+        arch=arch, launch=run, on_cpu=on_cpu, processes=processes,
+        stage=run.zero_stage if run.kind in ("deepspeed", "fsdp") else 0,
+        batch=batch, prompt=prompt, completion=completion, gen_seqs=gen_seqs,
+        dtype_bytes=_bytes_of(config.get("dtype", config.get("torch_dtype"))),
+        four_bit=_flag(config, "load_in_4bit", False), eight_bit=_flag(config, "load_in_8bit", False),
+        peft=peft, optim=str(config.get("optim") or "adamw_torch_fused"),
+        targets=_targets(config.get("lora_target_modules")) if peft else None,
+        lora_r=int(config.get("lora_r") or 16),
+    )  # fmt: skip
+
+
+def _generation_seqs(config: dict[str, Any], batch: int, processes: int) -> int:
+    """Sequences of one generation batch on each device."""
+    accumulation = int(config.get("gradient_accumulation_steps") or 1)
+    if config.get("steps_per_generation"):
+        return batch * int(config["steps_per_generation"])
+    if config.get("generation_batch_size"):
+        return math.ceil(int(config["generation_batch_size"]) / processes)
+    return batch * accumulation
 
 
 def estimate(
@@ -220,137 +248,24 @@ def estimate(
     launched (``launch.resolve``); None: the config's own sharding, else plain DDP over ``num_processes``.
     Raises :class:`EstimateError` (one line) when the model's architecture is unknown.
     """
-    from .launch import resolve
-
     notes: list[str] = []
     name = str(config.get("model_name_or_path") or "")
-    arch = resolve_arch(name, model_config)
-    on_cpu = _flag(config, "use_cpu", False)
-    run = Launch() if on_cpu else (launch or resolve(config))
-    if "assumed" in run.source:
-        notes.append(f"{run.source}; pass --accelerate-config for ZeRO/FSDP")
-    processes = max(1, run.world_size)
-    stage = run.zero_stage if run.kind in ("deepspeed", "fsdp") else 0
-    shards = processes if stage else 1
-
-    batch = int(config.get("per_device_train_batch_size") or 8)
-    prompt = int(setting(config, "max_prompt_length"))
-    completion = int(setting(config, "max_completion_length"))
-    seq = prompt + completion
-    accumulation = int(config.get("gradient_accumulation_steps") or 1)
-    if config.get("steps_per_generation"):
-        gen_seqs = batch * int(config["steps_per_generation"])
-    elif config.get("generation_batch_size"):
-        gen_seqs = math.ceil(int(config["generation_batch_size"]) / processes)
-    else:
-        gen_seqs = batch * accumulation
-
-    dtype_bytes = _bytes_of(config.get("dtype", config.get("torch_dtype")))
-    four_bit, eight_bit = _flag(config, "load_in_4bit", False), _flag(config, "load_in_8bit", False)
-    quantized = four_bit or eight_bit
-    peft = _flag(config, "use_peft", False)
-    act_bytes = 2 if quantized else dtype_bytes
-    optim = str(config.get("optim") or "adamw_torch_fused")
-
-    # W: the policy's weights
-    embed, body = arch.embedding_params, arch.params - arch.embedding_params
-    if quantized:
-        full_weights = body * (NF4_BYTES_PER_PARAM if four_bit else INT8_BYTES_PER_PARAM) + embed * 2
-    else:
-        full_weights = arch.params * dtype_bytes
-    weights = full_weights / (shards if stage == 3 else 1)
-    if stage == 3 and shards > 1:  # the layers being gathered for the forward/backward, and the embedding
-        weights += (2 * arch.layer_params + arch.vocab * arch.hidden) * dtype_bytes
-    if peft and quantized and not eight_bit and dtype_bytes == 4:
-        notes.append("4-bit: non-quantized weights counted as 16-bit (calibrated on TRL's QLoRA notebook)")
-
-    # S: trainable state
-    targets = _targets(config.get("lora_target_modules")) if peft else None
-    lora_r = int(config.get("lora_r") or 16)
-    if peft:
-        lora = arch.lora_params(lora_r, targets or [])
-        lora_bytes = 2 if (stage == 3 and not quantized) else 4  # TRL keeps ZeRO-3 adapters in bf16
-        trainable = lora * (2 * lora_bytes + _moment_bytes(optim, 4 if lora_bytes == 4 else 2))
-        trainable_params = lora
-    else:
-        trainable_params = arch.params
-        if run.kind == "deepspeed":  # DeepSpeed mixed precision: fp32 master weights + fp32 moments, 16-bit grads
-            grads, opt = dtype_bytes, 4 + _moment_bytes(optim, 4)
-        else:
-            grads, opt = dtype_bytes, _moment_bytes(optim, dtype_bytes)
-        trainable = arch.params * (grads / (shards if stage >= 2 else 1) + opt / (shards if stage >= 1 else 1))
-    if quantized and not peft:
-        notes.append("quantized weights cannot be fully fine-tuned: set use_peft: true")
-
-    # A: activations of the training micro-batch. With gradient checkpointing: every layer's input, plus the one
-    # layer being recomputed during the backward (its full working set for the whole micro-batch).
-    checkpointed = checkpointing(config)
-    tokens_all = batch * seq
-    dropout = float(config.get("lora_dropout", 0.05) or 0.0) if peft else 0.0
-    fp32_adapters = not quantized and not (stage == 3 and peft)  # TRL: bf16 adapters for QLoRA and ZeRO-3
-    layer_set = layer_working_set(arch, act_bytes, targets, dropout, lora_r, fp32_adapters)
-    if checkpointed:
-        activations = tokens_all * arch.layers * arch.hidden * act_bytes
-        activations += recompute_working_set(arch, tokens_all, act_bytes, targets, dropout, lora_r, fp32_adapters)
-    else:
-        activations = tokens_all * arch.layers * (layer_set + arch.hidden * act_bytes)
-
-    # L: TRL 1.16's fused LM head (tiles, saved hidden states and their fp32 grad; the head's grad if trained)
-    tokens = batch * completion
-    logits = FUSED_HEAD_TILE * act_bytes + tokens * (arch.hidden * (act_bytes + 4) + 48)
-    if not peft:
-        logits += arch.vocab * arch.hidden * 4
-
-    # R: reference model
-    beta = float(config.get("beta") or 0.0)
-    reference = weights if (beta > 0 and not peft) else 0.0
-
-    # Gen
-    use_vllm = _flag(config, "use_vllm", False) and not on_cpu
-    mode = str(config.get("vllm_mode") or "colocate")
-    vllm_needed = vllm_minimum = None
-    if use_vllm and mode == "colocate":
-        tp = max(1, int(config.get("vllm_tensor_parallel_size") or 1))
-        vllm_weights = vllm_weights_gib(arch, four_bit, tp)
-        kv_token = arch.kv_bytes_per_token / tp
-        max_len, where = vllm_max_len(config, arch, seq)
-        if max_len < seq:
-            notes.append(f"vllm_max_model_length {max_len} < max_prompt_length + max_completion_length ({seq}): "
-                         "completions are cut short")
-        vllm_needed = vllm_weights + kv_token * gen_seqs * min(seq, max_len) / GIB + VLLM_OVERHEAD_GIB
-        vllm_minimum = vllm_weights + kv_token * max_len / GIB + VLLM_OVERHEAD_GIB
-        fraction = float(config.get("vllm_gpu_memory_utilization") or 0.3)
-        if gpu_gb is None:
-            generation = max(vllm_needed, vllm_minimum) * GIB
-            notes.append(f"no GPU size: vLLM counted at what it needs ({vllm_needed:.1f} GiB), not at its fraction")
-        else:
-            generation = fraction * gpu_gb * GIB
-            reserved = fraction * gpu_gb
-            if reserved < vllm_minimum:
-                budget = reserved - vllm_weights - VLLM_OVERHEAD_GIB
-                notes.append(f"vLLM cannot start: one full-length request of {max_len} tokens ({where}) needs "
-                             f"{kv_token * max_len / GIB:.2f} GiB of KV cache, its {fraction:g} x {gpu_gb:g} GiB "
-                             f"leaves {budget:.2f} GiB after its weights; set vllm_max_model_length: {seq}"
-                             if max_len > seq else
-                             f"vLLM cannot start: its {fraction:g} x {gpu_gb:g} = {reserved:.1f} GiB cannot hold "
-                             f"its weights + one {max_len}-token request + ~1 GiB ({vllm_minimum:.1f} GiB)")
-            elif reserved < vllm_needed:
-                held = int((reserved - vllm_minimum) * GIB / (kv_token * min(seq, max_len))) + 1
-                notes.append(f"vLLM holds ~{held} of the {gen_seqs} sequences of a generation batch at once (the "
-                             f"rest wait; slower, not an OOM); all at once needs {vllm_needed:.1f} GiB")
-        if _flag(config, "vllm_enable_sleep_mode", False):
-            notes.append("vllm_enable_sleep_mode frees vLLM's memory during training steps: the peak is lower")
-    elif use_vllm:
-        generation = 0.0
-        notes.append("vLLM server mode: generation runs on other GPUs")
-    else:
-        kv_bytes = 4 if (dtype_bytes == 4 and not quantized) else 2
-        generation = gen_seqs * seq * arch.kv_bytes_per_token / 2 * kv_bytes
-        generation += gen_seqs * arch.vocab * 4  # the last position's logits while sampling
-        if stage == 3 and shards > 1 and _flag(config, "ds3_gather_for_generation", True):
-            generation += full_weights - full_weights / shards
-
-    if on_cpu:
+    run = _run_of(config, resolve_arch(name, model_config), launch)
+    arch = run.arch
+    if "assumed" in run.launch.source:
+        notes.append(f"{run.launch.source}; pass --accelerate-config for ZeRO/FSDP")
+    full_weights = _full_weight_bytes(run)
+    weights = _weight_bytes(run, full_weights, notes)
+    trainable, trainable_params = _trainable_bytes(run, notes)
+    dropout = float(config.get("lora_dropout", 0.05) or 0.0) if run.peft else 0.0
+    fp32_adapters = not run.quantized and not (run.stage == 3 and run.peft)  # TRL: bf16 adapters for QLoRA, ZeRO-3
+    activations = activation_bytes(arch, run.batch * run.seq, run.act_bytes, checkpointing(config), run.targets,
+                                   dropout, run.lora_r, fp32_adapters)
+    logits = fused_head_bytes(arch, run.batch * run.completion, run.act_bytes, head_trained=not run.peft)
+    beta = float(config.get("beta") or 0.0)  # R: the reference model
+    reference = weights if (beta > 0 and not run.peft) else 0.0
+    generation, vllm_needed, vllm_minimum = _generation_bytes(config, run, gpu_gb, full_weights, notes)
+    if run.on_cpu:
         notes.append("CPU run: the total is system RAM, not GPU memory")
     estimate_ = Estimate(
         model=name,
@@ -361,10 +276,10 @@ def estimate(
         reference=reference / GIB,
         generation=generation / GIB,
         overhead=OVERHEAD_GIB,
-        gpu_gb=None if on_cpu else gpu_gb,
-        device="cpu" if on_cpu else "cuda",
-        num_processes=processes,
-        sharding=run.description,
+        gpu_gb=None if run.on_cpu else gpu_gb,
+        device="cpu" if run.on_cpu else "cuda",
+        num_processes=run.processes,
+        sharding=run.launch.description,
         vllm_needed=vllm_needed,
         vllm_minimum=vllm_minimum,
         notes=notes,
@@ -373,29 +288,63 @@ def estimate(
     return estimate_
 
 
-def vllm_weights_gib(arch: Arch, load_in_4bit: bool = False, tensor_parallel: int = 1) -> float:
-    """vLLM's own copy of the weights per GPU: the checkpoint's dtype, or bitsandbytes 4-bit like the policy."""
-    body = arch.params - arch.embedding_params
-    if load_in_4bit:
-        size = body * NF4_BYTES_PER_PARAM + arch.embedding_params * 2
+def _full_weight_bytes(run: _Run) -> float:
+    """The policy's whole weights: 4-bit/8-bit body with 16-bit embeddings, else every parameter in its dtype."""
+    arch = run.arch
+    embed, body = arch.embedding_params, arch.params - arch.embedding_params
+    if run.quantized:
+        return body * (NF4_BYTES_PER_PARAM if run.four_bit else INT8_BYTES_PER_PARAM) + embed * 2
+    return arch.params * run.dtype_bytes
+
+
+def _weight_bytes(run: _Run, full_weights: float, notes: list[str]) -> float:
+    """W: the policy's weights on one device (1/N of them under ZeRO-3, plus the layers being gathered)."""
+    stage, shards = run.stage, run.shards
+    weights = full_weights / (shards if stage == 3 else 1)
+    if stage == 3 and shards > 1:  # the layers being gathered for the forward/backward, and the embedding
+        weights += (2 * run.arch.layer_params + run.arch.vocab * run.arch.hidden) * run.dtype_bytes
+    if run.peft and run.quantized and not run.eight_bit and run.dtype_bytes == 4:
+        notes.append("4-bit: non-quantized weights counted as 16-bit (calibrated on TRL's QLoRA notebook)")
+    return weights
+
+
+def _trainable_bytes(run: _Run, notes: list[str]) -> tuple[float, float]:
+    """S: the trainable state on one device (parameters, gradients, optimizer moments), and how many parameters
+    train: the LoRA adapter in fp32 (bf16 under ZeRO-3), or every weight (sharded by ZeRO-1/2/3)."""
+    arch, stage, shards, optim = run.arch, run.stage, run.shards, run.optim
+    if run.peft:
+        lora = arch.lora_params(run.lora_r, run.targets or [])
+        lora_bytes = 2 if (stage == 3 and not run.quantized) else 4  # TRL keeps ZeRO-3 adapters in bf16
+        trainable = lora * (2 * lora_bytes + _moment_bytes(optim, 4 if lora_bytes == 4 else 2))
+        trainable_params = lora
     else:
-        size = arch.params * arch.checkpoint_bytes
-    return size / tensor_parallel / GIB
+        trainable_params = arch.params
+        if run.launch.kind == "deepspeed":  # DeepSpeed mixed precision: fp32 master weights + moments, 16-bit grads
+            grads, opt = run.dtype_bytes, 4 + _moment_bytes(optim, 4)
+        else:
+            grads, opt = run.dtype_bytes, _moment_bytes(optim, run.dtype_bytes)
+        trainable = arch.params * (grads / (shards if stage >= 2 else 1) + opt / (shards if stage >= 1 else 1))
+    if run.quantized and not run.peft:
+        notes.append("quantized weights cannot be fully fine-tuned: set use_peft: true")
+    return trainable, trainable_params
 
 
-def vllm_kv_gib(config: dict[str, Any], gpu_gb: float, model_config: dict[str, Any] | None = None) -> float:
-    """KV-cache memory vLLM is left with inside its fraction: fraction x GPU - its weights - ~1 GiB."""
-    arch = resolve_arch(str(config.get("model_name_or_path") or ""), model_config)
-    tp = max(1, int(config.get("vllm_tensor_parallel_size") or 1))
-    fraction = float(config.get("vllm_gpu_memory_utilization") or 0.3)
-    weights = vllm_weights_gib(arch, _flag(config, "load_in_4bit", False), tp)
-    return fraction * gpu_gb - weights - VLLM_OVERHEAD_GIB
+def _generation_bytes(config: dict[str, Any], run: _Run, gpu_gb: float | None, full_weights: float,
+                      notes: list[str]) -> tuple[float, float | None, float | None]:
+    """Gen: (bytes, vllm_needed, vllm_minimum). Colocated vLLM's share of the GPU; none in vLLM's server mode;
+    without vLLM, transformers' KV cache and sampling logits, plus the weights gathered under ZeRO-3."""
+    use_vllm = _flag(config, "use_vllm", False) and not run.on_cpu
+    mode = str(config.get("vllm_mode") or "colocate")
+    if use_vllm and mode == "colocate":
+        from .vllm_memory import colocated_vllm  # vllm_memory imports this module's units and config helpers
 
-
-def vllm_one_request_gib(config: dict[str, Any], model_config: dict[str, Any] | None = None) -> tuple[float, int]:
-    """KV cache of one full-length request as vLLM sizes it, and that length in tokens."""
-    arch = resolve_arch(str(config.get("model_name_or_path") or ""), model_config)
-    tp = max(1, int(config.get("vllm_tensor_parallel_size") or 1))
-    seq = int(setting(config, "max_prompt_length")) + int(setting(config, "max_completion_length"))
-    max_len, _ = vllm_max_len(config, arch, seq)
-    return arch.kv_bytes_per_token / tp * max_len / GIB, max_len
+        return colocated_vllm(config, run.arch, run.four_bit, run.seq, run.gen_seqs, gpu_gb, notes)
+    if use_vllm:
+        notes.append("vLLM server mode: generation runs on other GPUs")
+        return 0.0, None, None
+    kv_bytes = 4 if (run.dtype_bytes == 4 and not run.quantized) else 2
+    generation = run.gen_seqs * run.seq * run.arch.kv_bytes_per_token / 2 * kv_bytes
+    generation += run.gen_seqs * run.arch.vocab * 4  # the last position's logits while sampling
+    if run.stage == 3 and run.shards > 1 and _flag(config, "ds3_gather_for_generation", True):
+        generation += full_weights - full_weights / run.shards
+    return generation, None, None

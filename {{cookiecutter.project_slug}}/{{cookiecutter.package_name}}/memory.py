@@ -42,12 +42,9 @@ from .estimator import (  # noqa: F401
     checkpointing_key,
     estimate,
     recompute_working_set,
-    vllm_kv_gib,
-    vllm_max_len,
-    vllm_one_request_gib,
-    vllm_weights_gib,
 )
 from .settings import setting
+from .vllm_memory import vllm_kv_gib, vllm_max_len, vllm_one_request_gib, vllm_weights_gib  # noqa: F401
 
 
 def _patched(config: dict[str, Any], **changes: Any) -> dict[str, Any]:
