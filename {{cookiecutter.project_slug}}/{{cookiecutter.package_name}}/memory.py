@@ -99,6 +99,18 @@ def _knobs(config: dict[str, Any], est: Estimate) -> list[tuple[str, dict[str, A
     return knobs
 
 
+_GENERIC_FIXES = {
+    "weights": "load_in_4bit: true, a smaller model, or ZeRO-3 over more GPUs",
+    "trainable": "use_peft: true, a lower lora_r, or optim: adamw_8bit",
+    "activations": "activation_checkpointing: true, a lower per_device_train_batch_size (raise "
+                   "gradient_accumulation_steps to keep the batch) or a shorter max_completion_length",
+    "logits": "a lower per_device_train_batch_size or max_completion_length",
+    "reference": "beta: 0.0, or use_peft: true (the reference is then the base model, free)",
+    "generation": "a lower vllm_gpu_memory_utilization (with vLLM) or fewer/shorter generations (without)",
+    "overhead": "",
+}  # what to change for each part of the estimate, when no knob could be re-estimated
+
+
 def advice(est: Estimate, config: dict[str, Any] | None = None, model_config: dict[str, Any] | None = None,
            launch: launches.Launch | None = None) -> list[str]:
     """What to change when ``est`` does not fit (empty when it fits or has no GPU size).
@@ -109,6 +121,26 @@ def advice(est: Estimate, config: dict[str, Any] | None = None, model_config: di
     if est.fits is not False:
         return []
     ranked = sorted(est.parts().items(), key=lambda item: item[1], reverse=True)
+    lines = _overview(est, config, ranked)
+    generic = [f"{name}: {_GENERIC_FIXES[name]}" for name, _ in ranked[:2] if _GENERIC_FIXES[name]]
+    if config is None:
+        return lines + generic
+    base, fixes, est = _vllm_first(config, est, model_config, launch, lines)
+    scored, hints = _scored_knobs(base, est, model_config, launch)
+    for label, _, new in scored[:5]:
+        verdict = "fits" if new.fits else "still over"
+        lines.append(f"try {label}: saves {est.total - new.total:.1f} GiB -> {new.total:.1f} GiB ({verdict})")
+    lines += hints
+    if scored and not scored[0][2].fits:  # no single knob is enough: combine the biggest savers until it fits
+        lines.append(_combined(base, fixes, scored, est, model_config, launch))
+    if not scored:
+        lines += generic
+    return lines
+
+
+def _overview(est: Estimate, config: dict[str, Any] | None, ranked: list[tuple[str, float]]) -> list[str]:
+    """The advice's first lines: how far over the GPU the estimate is and its two largest parts, then whether
+    vLLM's reserved fraction is too small to start."""
     dominant = ", ".join(f"{name} {value:.1f} GiB" for name, value in ranked[:2])
     over = est.total - (est.gpu_gb or 0)
     lines = [f"{'over by ' + format(over, '.1f') if over > 0 else 'total ' + format(est.total, '.1f')} GiB; "
@@ -120,18 +152,13 @@ def advice(est: Estimate, config: dict[str, Any] | None = None, model_config: di
                else "raise vllm_gpu_memory_utilization")
         lines.append(f"vLLM's reserved fraction is below the {est.vllm_minimum:.1f} GiB it needs to start: {cap} "
                      "or use a smaller model")
-    generic = {
-        "weights": "load_in_4bit: true, a smaller model, or ZeRO-3 over more GPUs",
-        "trainable": "use_peft: true, a lower lora_r, or optim: adamw_8bit",
-        "activations": "activation_checkpointing: true, a lower per_device_train_batch_size (raise "
-                       "gradient_accumulation_steps to keep the batch) or a shorter max_completion_length",
-        "logits": "a lower per_device_train_batch_size or max_completion_length",
-        "reference": "beta: 0.0, or use_peft: true (the reference is then the base model, free)",
-        "generation": "a lower vllm_gpu_memory_utilization (with vLLM) or fewer/shorter generations (without)",
-        "overhead": "",
-    }
-    if config is None:
-        return lines + [f"{name}: {generic[name]}" for name, _ in ranked[:2] if generic[name]]
+    return lines
+
+
+def _vllm_first(config: dict[str, Any], est: Estimate, model_config: dict[str, Any] | None,
+                launch: launches.Launch | None, lines: list[str]) -> tuple[dict[str, Any], list[str], Estimate]:
+    """vLLM must start before any other knob counts: cap its context at prompt + completion, then give it the least
+    fraction it starts with (each said in ``lines``). The config the knobs start from, these fixes, its estimate."""
     base, fixes = config, []
     if not est.vllm_ok and config.get("use_vllm") and not config.get("vllm_max_model_length"):
         seq = int(setting(config, "max_prompt_length")) + int(setting(config, "max_completion_length"))
@@ -147,6 +174,13 @@ def advice(est: Estimate, config: dict[str, Any] | None = None, model_config: di
             fixes.append(f"vllm_gpu_memory_utilization -> {needed:g}")
             est = estimate(base, est.gpu_gb, model_config, launch)
             lines.append(f"first vllm_gpu_memory_utilization -> {needed:g} so that vLLM starts: {est.total:.1f} GiB")
+    return base, fixes, est
+
+
+def _scored_knobs(base: dict[str, Any], est: Estimate, model_config: dict[str, Any] | None,
+                  launch: launches.Launch | None) -> tuple[list[tuple[str, dict[str, Any], Estimate]], list[str]]:
+    """The knobs that save memory, each re-estimated (those that make it fit first, then by total), and the hints
+    for knobs that cannot be re-estimated."""
     scored: list[tuple[str, dict[str, Any], Estimate]] = []
     hints = []
     for label, patch in _knobs(base, est):
@@ -157,30 +191,27 @@ def advice(est: Estimate, config: dict[str, Any] | None = None, model_config: di
         if new.total < est.total - 0.05:
             scored.append((label, patch, new))
     scored.sort(key=lambda item: (not item[2].fits, item[2].total))
-    for label, _, new in scored[:5]:
-        verdict = "fits" if new.fits else "still over"
-        lines.append(f"try {label}: saves {est.total - new.total:.1f} GiB -> {new.total:.1f} GiB ({verdict})")
-    lines += hints
-    if scored and not scored[0][2].fits:  # no single knob is enough: combine the biggest savers until it fits
-        combined, names = base, list(fixes)
-        for label, patch, _ in sorted(scored, key=lambda item: item[2].total):
-            combined = _patched(combined, **patch)
-            names.append(label.split(" (")[0])
-            new = estimate(combined, est.gpu_gb, model_config, launch)
-            if not new.fits and new.vllm_minimum is not None and est.gpu_gb:  # vLLM may now need less
-                floor = math.ceil(new.vllm_minimum / est.gpu_gb * 20) / 20
-                trial = _patched(combined, vllm_gpu_memory_utilization=floor)
-                if estimate(trial, est.gpu_gb, model_config, launch).fits:
-                    combined, new = trial, estimate(trial, est.gpu_gb, model_config, launch)
-                    names.append(f"vllm_gpu_memory_utilization -> {floor:g}")
-            if new.fits:
-                lines.append(f"together: {'; '.join(names)} -> {new.total:.1f} GiB (fits)")
-                break
-        else:
-            lines.append("no combination of these knobs fits: use a smaller model or a larger GPU")
-    if not scored:
-        lines += [f"{name}: {generic[name]}" for name, _ in ranked[:2] if generic[name]]
-    return lines
+    return scored, hints
+
+
+def _combined(base: dict[str, Any], fixes: list[str], scored: list[tuple[str, dict[str, Any], Estimate]],
+              est: Estimate, model_config: dict[str, Any] | None, launch: launches.Launch | None) -> str:
+    """The line for the biggest savers applied together, one at a time until the run fits (with vLLM's fraction
+    lowered to the least it then starts with), or that no combination fits."""
+    combined, names = base, list(fixes)
+    for label, patch, _ in sorted(scored, key=lambda item: item[2].total):
+        combined = _patched(combined, **patch)
+        names.append(label.split(" (")[0])
+        new = estimate(combined, est.gpu_gb, model_config, launch)
+        if not new.fits and new.vllm_minimum is not None and est.gpu_gb:  # vLLM may now need less
+            floor = math.ceil(new.vllm_minimum / est.gpu_gb * 20) / 20
+            trial = _patched(combined, vllm_gpu_memory_utilization=floor)
+            if estimate(trial, est.gpu_gb, model_config, launch).fits:
+                combined, new = trial, estimate(trial, est.gpu_gb, model_config, launch)
+                names.append(f"vllm_gpu_memory_utilization -> {floor:g}")
+        if new.fits:
+            return f"together: {'; '.join(names)} -> {new.total:.1f} GiB (fits)"
+    return "no combination of these knobs fits: use a smaller model or a larger GPU"
 
 
 def detect_gpu_gb() -> float | None:
