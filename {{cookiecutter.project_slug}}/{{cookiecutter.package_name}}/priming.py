@@ -89,13 +89,38 @@ def prime(
         f"in {trainable[0].dtype}{autocast_note(model, config_dtype, device)}, lr {learning_rate:g}")
     examples = [encode(tokenizer, row, system_prompt) for row in rows]
     if max_prompt_length is not None:
-        kept = [(ids, labels) for ids, labels in examples if labels.count(-100) <= max_prompt_length]
-        if len(kept) < len(examples):
-            log(f"format priming: {len(examples) - len(kept)} of {len(examples)} rows dropped as longer than "
-                f"max_prompt_length={max_prompt_length} tokens")
-        if not kept:
-            raise DataError(f"every format priming row is longer than max_prompt_length={max_prompt_length} tokens")
-        examples = kept
+        examples = within_prompt_length(examples, max_prompt_length, log)
+    run_steps(model, trainable, examples, tokenizer.pad_token_id, device, config_dtype, steps, learning_rate,
+              batch_size, seed, target_loss, log)
+    if peft_config is None and config_dtype != next(model.parameters()).dtype:
+        model.to(config_dtype)  # the fp32 master weights saved in the config's dtype, as GRPO loads them
+    with atomic_dir(out) as partial:  # a kill mid-save leaves <out>.partial, never a half-written <out>
+        model.save_pretrained(partial)
+        tokenizer.save_pretrained(partial)
+    return out
+
+
+def within_prompt_length(examples: list[tuple[list[int], list[int]]], max_prompt_length: int,
+                         log=print) -> list[tuple[list[int], list[int]]]:
+    """The encoded rows whose prompt is at most ``max_prompt_length`` tokens (says how many were dropped); raises
+    DataError when none is left."""
+    kept = [(ids, labels) for ids, labels in examples if labels.count(-100) <= max_prompt_length]
+    if len(kept) < len(examples):
+        log(f"format priming: {len(examples) - len(kept)} of {len(examples)} rows dropped as longer than "
+            f"max_prompt_length={max_prompt_length} tokens")
+    if not kept:
+        raise DataError(f"every format priming row is longer than max_prompt_length={max_prompt_length} tokens")
+    return kept
+
+
+def run_steps(model, trainable: list, examples: list[tuple[list[int], list[int]]], pad_token_id: int, device,
+              config_dtype, steps: int, learning_rate: float, batch_size: int, seed: int, target_loss: float | None,
+              log=print) -> None:
+    """The priming loop: AdamW on ``trainable`` with the cosine decay to a tenth of ``learning_rate``, batches of
+    ``batch_size`` rows drawn with ``seed``; stops early once the mean loss of the last 10 steps is below
+    ``target_loss`` (checked every 10 steps), else warns when the cap of ``steps`` ends above it."""
+    import torch
+
     optimizer = torch.optim.AdamW(trainable, lr=learning_rate)
     schedule = torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda step: 0.1 + 0.45 * (1 + math.cos(math.pi * min(step, steps) / max(1, steps)))
@@ -105,7 +130,7 @@ def prime(
     recent: deque[float] = deque(maxlen=10)  # the last 10 losses
     for step in range(steps):
         batch = [examples[i] for i in torch.randint(len(examples), (batch_size,), generator=generator).tolist()]
-        value = train_step(model, batch, tokenizer.pad_token_id, vocab, device, config_dtype)
+        value = train_step(model, batch, pad_token_id, vocab, device, config_dtype)
         optimizer.step()
         optimizer.zero_grad()
         schedule.step()
@@ -122,13 +147,6 @@ def prime(
             log(f"warning: format priming ended at its cap of {steps} steps with mean loss "
                 f"{mean:.4f}, above format_priming_target_loss {target_loss}: "
                 "raise format_priming_steps or format_priming_lr")
-    if peft_config is None and config_dtype != next(model.parameters()).dtype:
-        model.to(config_dtype)  # the fp32 master weights saved in the config's dtype, as GRPO loads them
-    with atomic_dir(out) as partial:  # a kill mid-save leaves <out>.partial, never a half-written <out>
-        model.save_pretrained(partial)
-        tokenizer.save_pretrained(partial)
-    return out
-
 
 LOGITS_BUDGET = 2**30  # bytes of fp32 logits (and their gradient) one micro-batch may hold
 
