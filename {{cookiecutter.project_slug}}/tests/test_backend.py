@@ -41,6 +41,5 @@ def test_preload_imports_unsloth_only_when_asked(tmp_path, monkeypatch):
 
 def test_unknown_backend_is_one_line(tmp_path):
     argv = ["--config", "configs/smoke.yaml", "--model_backend", "nope", "--output_dir", str(tmp_path)]
-    script_args, training_args, _, _ = config.parse_args(argv)
-    with pytest.raises(ValueError, match="model_backend='nope' is not one of trl, unsloth"):
-        config.check_arguments(script_args, training_args)
+    with pytest.raises(config.ConfigError, match="^model_backend: 'nope' must be one of trl, unsloth$"):
+        config.parse_args(argv)

@@ -3,6 +3,7 @@ TaskArguments by one TrlParser, from a YAML preset with command-line overrides."
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import difflib
 import os
@@ -17,8 +18,8 @@ from trl import GRPOConfig, ModelConfig, ScriptArguments, TrlParser
 from . import DEFAULT_CONFIG, difficulty, task
 from . import audit as audit_defaults
 from .backend import BACKENDS
-from .rewards import check_reward_config, reward_names
-from .selfcheck import check_values
+from .rewards import reward_names
+from .rules import check_values
 
 
 @dataclass
@@ -230,7 +231,9 @@ def check_options(argv: list[str], known: set[str]) -> None:
 
 def parse_args(argv: list[str]) -> Arguments:
     """(script_args, training_args, model_args, task_args) from ``--config`` (default: the project's preset).
-    Every problem with the file, its settings or the options is one ConfigError line, found before anything runs."""
+    Every problem with the file, its settings or the options is one ConfigError line, found before anything runs:
+    the file and its keys, then the command line's values as the parser converts them, then one pass of the rules
+    (``rules.py``) over the merged settings, then the dataclasses' own checks (TRL's, the task's)."""
     argv = with_default_config(argv)
     path = argv[1] if len(argv) > 1 else ""
     the_parser = parser()
@@ -238,20 +241,22 @@ def parse_args(argv: list[str]) -> Arguments:
     check_options(argv[2:], known | {"config"})
     settings = read_yaml(path)
     check_yaml(settings, path, known)
-    cli_keys = {arg[2:].split("=", 1)[0] for arg in argv[2:] if arg.startswith("--")}
-    raise_first(path, check_values({k: v for k, v in settings.items() if k not in cli_keys}), cli_keys)
+    options = command_line_values(the_parser, argv[2:])
+    raise_first(path, check_values({**settings, **options}), set(options))
     try:
-        parsed = tuple(the_parser.parse_args_and_config(argv))
+        return tuple(the_parser.parse_args_and_config(argv))
     except ConfigError:
         raise
     except (ValueError, TypeError, ZeroDivisionError) as error:  # a dataclass's own check (TRL, the task)
         text = str(error).strip().splitlines()
         raise ConfigError(f"{path}: {text[0] if text else type(error).__name__}") from error
-    script_args, training_args, model_args, task_args = parsed
-    merged = {**training_args.to_dict(), **vars(model_args), **vars(task_args), **vars(script_args)}
-    raise_first(path, check_values({key: merged[key] for key in settings.keys() | cli_keys if key in merged}),
-                cli_keys)
-    return parsed
+
+
+def command_line_values(the_parser: TrlParser, options: list[str]) -> dict:
+    """The settings the command line gives, converted as the parser converts them (its errors are one line)."""
+    given = {arg[2:].split("=", 1)[0] for arg in options if arg.startswith("--")}
+    namespace, _ = argparse.ArgumentParser.parse_known_args(the_parser, options)
+    return {key: getattr(namespace, key) for key in given if hasattr(namespace, key)}
 
 
 def raise_first(path: str, problems: list[str], cli_keys: set[str]) -> None:
@@ -263,12 +268,8 @@ def raise_first(path: str, problems: list[str], cli_keys: set[str]) -> None:
 
 
 def check_arguments(script_args: GRPOScriptArguments, training_args: GRPOConfig) -> None:
-    """Refuse configurations TRL would only reject later (or silently mis-train on), with one line each."""
-    problems = check_reward_config(script_args.reward_funcs, training_args.reward_weights)
-    if script_args.model_backend not in BACKENDS:
-        problems.append(f"model_backend={script_args.model_backend!r} is not one of {', '.join(BACKENDS)}")
-    if problems:
-        raise ValueError(problems[0])
+    """The difficulty pool's bounds (``difficulty.PoolSettings``), and a note when the launch's process count is not
+    the one the preset's batch is sized for."""
     difficulty.pool_settings(script_args)  # bad pool values raise here
     world_size = int(os.environ.get("WORLD_SIZE", "1"))
     if world_size != script_args.num_processes:
