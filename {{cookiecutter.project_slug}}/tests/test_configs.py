@@ -117,14 +117,19 @@ def test_the_8gb_preset_leaves_a_sixth_of_a_desktop_card_free():
 
 def test_the_defaults_table_is_what_train_py_parses():
     # The plain-YAML readers fall back on settings.DEFAULTS; train.py's dataclasses give the same keys these values.
-    from dataclasses import fields
+    from dataclasses import MISSING, fields
 
-    from trl import GRPOConfig
+    from trl import GRPOConfig, ModelConfig
 
-    script = {f.name: f.default for f in fields(mod("config").GRPOScriptArguments)}
-    grpo = {f.name: f.default for f in fields(GRPOConfig)}
-    for key, value in mod("settings").DEFAULTS.items():
-        assert value == (script[key] if key in script else grpo[key]), key
+    parsed = {}
+    for kind in (mod("task").TaskArguments, ModelConfig, GRPOConfig, mod("config").GRPOScriptArguments):
+        for f in fields(kind):
+            parsed[f.name] = f.default_factory() if f.default is MISSING and f.default_factory is not MISSING \
+                else f.default
+    parsed["output_dir"] = GRPOConfig(use_cpu=True).output_dir  # None in the field, set when the config is built
+    table = mod("settings").DEFAULTS
+    assert [key for key in table if key not in parsed] == []
+    assert {key: value for key, value in table.items() if parsed[key] != value} == {}
 
 
 def test_cpu_threads_sets_torchs_threads():
@@ -134,7 +139,50 @@ def test_cpu_threads_sets_torchs_threads():
     try:
         mod("settings").use_cpu_threads(0)  # 0: torch's default, untouched
         assert torch.get_num_threads() == before
-        mod("settings").use_cpu_threads(1)
-        assert torch.get_num_threads() == 1
+        other = 2 if before == 1 else 1  # a count torch does not have yet (OMP_NUM_THREADS=1 starts it at 1)
+        mod("settings").use_cpu_threads(other)
+        assert torch.get_num_threads() == other
     finally:
         torch.set_num_threads(before)
+
+
+def _fallbacks(source: str, keys: set[str]) -> list[tuple[int, str]]:
+    """(line, key) of each ``x.get("key", default)`` and ``x.get("key") or default`` of a setting in ``source``; an
+    empty value after ``or`` is allowed for a setting whose default is None (``dataset_name or ""``)."""
+    import ast
+
+    def key_of(node):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get"
+                and node.args and isinstance(node.args[0], ast.Constant) and node.args[0].value in keys):
+            return node.args[0].value
+        return None
+
+    empty = ("''", '""', "{}", "[]", "None")
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if key_of(node) and len(node.args) > 1:
+            found.append((node.lineno, key_of(node)))
+        if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or) and key_of(node.values[0]):
+            key = key_of(node.values[0])
+            if not (mod("settings").DEFAULTS.get(key) is None and ast.unparse(node.values[1]) in empty):
+                found.append((node.lineno, key))
+    return found
+
+
+def test_settings_are_read_through_the_defaults_table():
+    """No module falls back on a value of its own for a setting train.py parses: settings.setting(config, key)
+    reads settings.DEFAULTS, the one table (eval's Settings.get reads it too)."""
+    from dataclasses import fields
+
+    from trl import GRPOConfig, ModelConfig
+
+    keys = {f.name for kind in (GRPOConfig, ModelConfig, mod("config").GRPOScriptArguments) for f in fields(kind)}
+    other_files = {("checkpoints.py", "num_train_epochs"): "trainer_state.json's", ("launch.py", "num_processes"):
+                   "an accelerate config's"}  # the same key in a file that is not a training config
+    package = ROOT / mod("settings").__package__
+    found = [f"{path.relative_to(ROOT)}:{line} {key}" for path in sorted(package.rglob("*.py"))
+             if path.name != "settings.py" for line, key in _fallbacks(path.read_text(encoding="utf-8"), keys)
+             if (path.name, key) not in other_files]
+    assert found == []
+    sample = 'a = c.get("seed", 42)\nb = c.get("output_dir") or "out"\nc = c.get("dataset_name") or ""\n'
+    assert sorted(_fallbacks(sample, keys)) == [(1, "seed"), (2, "output_dir")]  # what the check finds

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from . import DEFAULT_CONFIG
+from .settings import DEFAULTS, setting
 
 BACKENDS = ("trl", "unsloth")
 
@@ -36,7 +37,7 @@ def requested(argv: list[str]) -> str:
         config = yaml.safe_load(path.read_text(encoding="utf-8"))
     except Exception:  # noqa: BLE001 - unreadable or not YAML: the config parser reports it, with one line
         return "trl"
-    return str(config.get("model_backend", "trl")) if isinstance(config, dict) else "trl"
+    return str(setting(config, "model_backend")) if isinstance(config, dict) else DEFAULTS["model_backend"]
 
 
 def preload(argv: list[str]) -> None:

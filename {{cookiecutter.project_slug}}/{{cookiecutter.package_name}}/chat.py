@@ -73,7 +73,7 @@ class Chat:
     def ask(self, text: str) -> tuple[list[dict[str, str]], list]:
         """(messages, samples) for one prompt: ``num_samples`` completions (1 = greedy)."""
         messages = build_messages(text, self.settings.get("system_prompt"))
-        limit = int(self.settings.get("max_prompt_length", 512))
+        limit = int(self.settings.get("max_prompt_length"))
         length = data.prompt_length(self.tokenizer, messages, chat_template_kwargs(self.settings))
         if length > limit:
             print(f"warning: this prompt is {length} tokens, over max_prompt_length={limit} (training dropped such "

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from . import data, hub
 from .eval_settings import EvalError, OneLineParser, read_config
+from .settings import setting
 
 SKIP_FILES = ["original/*", "*.gguf", "*.pth", "*.onnx", "onnx/*"]  # other runtimes' copies of the weights
 
@@ -50,15 +51,15 @@ def hub_failure(kind: str, name: str, error: BaseException) -> DownloadError:
 
 def download_model(cfg: dict, log=print) -> str | None:
     """Fill the cache with the config's model; return its local snapshot folder (None when nothing to download)."""
-    name = str(cfg.get("model_name_or_path") or "")
-    if not name or cfg.get("build_tiny_model") or not hub.is_hub_id(name):
+    name = str(setting(cfg, "model_name_or_path") or "")
+    if not name or setting(cfg, "build_tiny_model") or not hub.is_hub_id(name):
         log(f"model {name!r}: a local model, nothing to download")
         return None
     from huggingface_hub import snapshot_download
 
     log(f"model {name!r}: downloading (weights, tokenizer, chat template)")
     try:
-        folder = snapshot_download(name, revision=cfg.get("model_revision") or None, ignore_patterns=SKIP_FILES)
+        folder = snapshot_download(name, revision=setting(cfg, "model_revision"), ignore_patterns=SKIP_FILES)
     except (OSError, ValueError) as error:
         raise hub_failure("model", name, error) from error
     log(f"model {name!r}: cached in {folder}")
@@ -67,7 +68,7 @@ def download_model(cfg: dict, log=print) -> str | None:
 
 def download_dataset(cfg: dict, log=print) -> dict[str, int] | None:
     """Fill the datasets cache with the config's hub dataset, loaded as train.py loads it; return rows per split."""
-    name = str(cfg.get("dataset_name") or "")
+    name = str(setting(cfg, "dataset_name") or "")
     if not name or is_local_dataset(name):
         log(f"dataset {name!r}: a local or generated dataset, nothing to download")
         return None
@@ -87,7 +88,7 @@ def download_dataset(cfg: dict, log=print) -> dict[str, int] | None:
 
 def offline_command(config: str, cfg: dict) -> str:
     """The training command for the offline node: the config's launch script where it trains on several GPUs."""
-    if int(cfg.get("num_processes") or 1) > 1:
+    if int(setting(cfg, "num_processes")) > 1:
         return f"HF_HUB_OFFLINE=1 scripts/launch_colocate.sh configs/accelerate/zero3.yaml {config}"
     return f"HF_HUB_OFFLINE=1 python train.py --config {config}"
 

@@ -9,7 +9,6 @@ from importlib.util import find_spec
 from pathlib import Path
 
 from .eval_settings import EvalError, Settings, chat_template_kwargs
-from .settings import setting
 
 # ----------------------------------------------------------------------------------------------- generation
 
@@ -57,10 +56,10 @@ def sampling(settings: Settings) -> dict:
         return {"do_sample": False}
     out = {
         "do_sample": True,
-        "temperature": float(settings.get("temperature", 1.0)),
-        "top_p": float(settings.get("top_p", 1.0)),
-        "top_k": int(settings.get("top_k", 0)),
-        "repetition_penalty": float(settings.get("repetition_penalty", 1.0)),
+        "temperature": float(settings.get("temperature")),
+        "top_p": float(settings.get("top_p")),
+        "top_k": int(settings.get("top_k")),
+        "repetition_penalty": float(settings.get("repetition_penalty")),
     }
     if settings.get("min_p") is not None:
         out["min_p"] = float(settings.get("min_p"))
@@ -70,8 +69,8 @@ def sampling(settings: Settings) -> dict:
 def device_and_dtype(settings: Settings):
     import torch
 
-    if torch.cuda.is_available() and not settings.get("use_cpu", False):
-        name = str(settings.get("dtype", "auto"))
+    if torch.cuda.is_available() and not settings.get("use_cpu"):
+        name = str(settings.get("dtype"))
         dtype = "auto" if name == "auto" else getattr(torch, name)
         return "cuda", dtype
     return "cpu", torch.float32  # half precision on CPU is slow and not what the smoke model was trained in
@@ -80,7 +79,7 @@ def device_and_dtype(settings: Settings):
 def load_tokenizer(base: str, adapter: str | None, settings: Settings):
     from transformers import AutoTokenizer
 
-    trust = bool(settings.get("trust_remote_code", False))
+    trust = bool(settings.get("trust_remote_code"))
     last: BaseException | None = None
     for source in (adapter, base):
         if not source:
@@ -106,8 +105,8 @@ def load_model(base: str, adapter: str | None, settings: Settings):
         model = AutoModelForCausalLM.from_pretrained(
             base,
             dtype=dtype,
-            revision=settings.get("model_revision", "main"),
-            trust_remote_code=bool(settings.get("trust_remote_code", False)),
+            revision=settings.get("model_revision"),
+            trust_remote_code=bool(settings.get("trust_remote_code")),
             attn_implementation=settings.get("attn_implementation"),
         )
     except (OSError, ValueError) as error:
@@ -131,8 +130,8 @@ def generate_transformers(
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
     stop = eos_ids(model, tokenizer)
-    max_len = int(setting(settings, "max_completion_length"))
-    set_seed(int(setting(settings, "seed")))
+    max_len = int(settings.get("max_completion_length"))
+    set_seed(int(settings.get("seed")))
     all_ids = prompt_ids(tokenizer, prompts, chat_template_kwargs(settings))
     kwargs = {
         **sampling(settings),
@@ -170,18 +169,15 @@ def vllm_engine(settings: Settings, base: str, adapter: str | None) -> tuple:
     """An offline vLLM ``LLM`` for the model and the LoRA request of the adapter (None without one)."""
     from vllm import LLM
 
-    max_len = int(setting(settings, "max_completion_length"))
     llm_kwargs = {
         "model": base,
         "tokenizer": adapter if adapter and (Path(adapter) / "tokenizer_config.json").is_file() else base,
-        "dtype": str(settings.get("dtype", "auto")),
-        "gpu_memory_utilization": float(settings.get("vllm_gpu_memory_utilization", 0.9)),
-        "max_model_len": int(
-            settings.get("vllm_max_model_length", int(settings.get("max_prompt_length", 512)) + max_len)
-        ),
-        "tensor_parallel_size": int(settings.get("vllm_tensor_parallel_size", 1)),
-        "seed": int(setting(settings, "seed")),
-        "trust_remote_code": bool(settings.get("trust_remote_code", False)),
+        "dtype": str(settings.get("dtype")),
+        "gpu_memory_utilization": float(settings.get("vllm_gpu_memory_utilization")),
+        "max_model_len": int(settings.get("vllm_max_model_length")),
+        "tensor_parallel_size": int(settings.get("vllm_tensor_parallel_size")),
+        "seed": int(settings.get("seed")),
+        "trust_remote_code": bool(settings.get("trust_remote_code")),
     }
     lora = None
     if adapter is not None:
@@ -199,7 +195,7 @@ def generate_vllm(settings: Settings, base: str, adapter: str | None, tokenizer,
     from vllm import SamplingParams
 
     llm, lora = engine if engine is not None else vllm_engine(settings, base, adapter)
-    max_len = int(setting(settings, "max_completion_length"))
+    max_len = int(settings.get("max_completion_length"))
     params = sampling(settings)
     greedy = not params.pop("do_sample")
     if greedy:
@@ -207,7 +203,7 @@ def generate_vllm(settings: Settings, base: str, adapter: str | None, tokenizer,
     else:
         params["top_k"] = params["top_k"] or -1  # vLLM's "no top-k" is -1 (0 in older versions)
     sampling_params = SamplingParams(
-        n=settings.num_samples, max_tokens=max_len, seed=int(setting(settings, "seed")), **params
+        n=settings.num_samples, max_tokens=max_len, seed=int(settings.get("seed")), **params
     )
     requests = [{"prompt_token_ids": ids} for ids in prompt_ids(tokenizer, prompts, chat_template_kwargs(settings))]
     results = llm.generate(requests, sampling_params, lora_request=lora, use_tqdm=False)
@@ -229,4 +225,4 @@ def pick_backend(settings: Settings) -> str:
         if settings.backend == "vllm" and find_spec("vllm") is None:
             raise EvalError("--backend vllm: vllm is not installed (pip install -e '.[gpu]')")
         return settings.backend
-    return "vllm" if settings.get("use_vllm", False) and find_spec("vllm") is not None else "transformers"
+    return "vllm" if settings.get("use_vllm") and find_spec("vllm") is not None else "transformers"

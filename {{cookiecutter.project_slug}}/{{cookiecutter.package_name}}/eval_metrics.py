@@ -68,8 +68,8 @@ def summarize(settings: Settings, samples: list[list[Sample]], scores: dict[str,
     metrics["format_compliance"] = mean([1.0 if v == 1.0 else 0.0 for v in strict])
     metrics["mean_completion_tokens"] = mean([float(len(s.ids)) for s in flat])
     metrics["truncation_rate"] = mean([1.0 if s.truncated else 0.0 for s in flat])
-    names = list(settings.get("reward_funcs", ["correctness", "format"]))
-    weights = settings.get("reward_weights") or [1.0] * len(names)
+    names = list(settings.get("reward_funcs"))
+    weights = settings.get("reward_weights")
     totals = []
     for i in range(len(flat)):  # TRL's total: the weighted sum, a None (not applicable) counting as nothing
         parts = [(scores[n][i], w) for n, w in zip(names, weights, strict=False) if n in scores]

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from . import DEFAULT_CONFIG, data, hub
 from .hub import looks_like_path
-from .settings import setting
+from .settings import DEFAULTS, setting
 
 
 class EvalError(ValueError):
@@ -37,9 +37,9 @@ class Settings:
     backend: str = "auto"
     cfg: dict = field(default_factory=dict)
 
-    def get(self, key: str, default=None):
-        value = self.cfg.get(key)
-        return default if value is None else value
+    def get(self, key: str):
+        """The config's value of ``key``; unset or null: the defaults table's (settings.DEFAULTS), else None."""
+        return setting(self.cfg, key) if key in DEFAULTS else self.cfg.get(key)
 
 
 def read_config(path: str, overrides: list[str] | tuple[str, ...] = ()) -> dict:
@@ -134,12 +134,12 @@ def split_rows(settings: Settings, tokenizer, which: str = "eval", max_rows: int
     """The ``train`` or ``eval`` split exactly as train.py builds it (the config's dataset, seed and hold-out), in
     the row contract, each row with its conversational ``prompt``; at most ``max_rows`` rows."""
     train, held_out = data.load_splits(
-        settings.get("dataset_name", ""),
+        settings.get("dataset_name") or "",
         settings.get("dataset_config"),
-        settings.get("dataset_train_split", "train"),
-        settings.get("dataset_test_split", "test"),
-        eval_fraction=float(settings.get("eval_fraction", 0.1)),
-        seed=int(setting(settings, "seed")),
+        settings.get("dataset_train_split"),
+        settings.get("dataset_test_split"),
+        eval_fraction=float(settings.get("eval_fraction")),
+        seed=int(settings.get("seed")),
     )
     split = train if which == "train" else held_out
     if max_rows is not None:
@@ -147,7 +147,7 @@ def split_rows(settings: Settings, tokenizer, which: str = "eval", max_rows: int
     splits = data.add_prompts(
         {which: split},
         tokenizer,
-        max_prompt_length=int(settings.get("max_prompt_length", 512)),
+        max_prompt_length=int(settings.get("max_prompt_length")),
         system_prompt=settings.get("system_prompt"),
         chat_template_kwargs=chat_template_kwargs(settings),
         log=lambda line: print(line, file=sys.stderr),
@@ -161,7 +161,7 @@ def eval_rows(settings: Settings, tokenizer) -> list[dict]:
 
 
 def chat_template_kwargs(settings: Settings) -> dict:
-    value = settings.get("chat_template_kwargs", {})
+    value = settings.get("chat_template_kwargs") or {}
     return json.loads(value) if isinstance(value, str) else dict(value)
 
 
@@ -210,7 +210,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
     model = os.path.expanduser(model)
     adapter = os.path.expanduser(args.adapter) if args.adapter else None
     if args.num_samples is None:  # a config whose model decodes degenerately when greedy samples by default
-        args.num_samples = int(cfg.get("eval_num_samples") or 1)
+        args.num_samples = int(setting(cfg, "eval_num_samples"))
     if args.num_samples < 1:
         raise EvalError(f"--num_samples must be at least 1, got {args.num_samples}")
     if args.max_rows is not None and args.max_rows < 1:

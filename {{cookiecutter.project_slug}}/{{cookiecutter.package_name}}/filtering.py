@@ -208,10 +208,10 @@ def train_rows(settings: evaluate.Settings, tokenizer) -> list[dict]:
 
 def build_tiny_if_asked(settings: evaluate.Settings, model: str) -> None:
     """The smoke configs build their tiny model on first use; do the same here (train.py's step)."""
-    if settings.get("build_tiny_model", False) and not (Path(model) / "config.json").is_file():
+    if settings.get("build_tiny_model") and not (Path(model) / "config.json").is_file():
         from . import tiny
 
-        tiny.build_tiny_model(model, settings.get("dataset_name", ""), system_prompt=settings.get("system_prompt"))
+        tiny.build_tiny_model(model, settings.get("dataset_name") or "", system_prompt=settings.get("system_prompt"))
 
 
 def sample_pending(
@@ -298,7 +298,7 @@ def run(args: argparse.Namespace, log=print) -> dict:
         "adapter": adapter,
         "backend": backend,
         "config": settings.config,
-        "dataset": settings.get("dataset_name", ""),
+        "dataset": settings.get("dataset_name") or "",
         "output": str(paths["data"]),
         "dataset_settings": [k for k in ("dataset_config", "dataset_train_split", "dataset_test_split")
                              if settings.get(k) not in (None, "train", "test")],

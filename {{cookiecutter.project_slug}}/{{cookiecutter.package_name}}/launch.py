@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .settings import setting
+
 KINDS = ("none", "ddp", "deepspeed", "fsdp")
 
 
@@ -124,7 +126,7 @@ def from_accelerate_config(path: str | Path) -> Launch:
 
 def from_training_config(config: Mapping[str, Any]) -> Launch | None:
     """Sharding set in the training config itself (TrainingArguments' ``deepspeed`` / ``fsdp``), if any."""
-    processes = max(1, int(config.get("num_processes") or 1))
+    processes = max(1, int(setting(config, "num_processes")))
     deepspeed = config.get("deepspeed")
     if isinstance(deepspeed, str) and deepspeed:
         stage = deepspeed_file_stage(deepspeed)
@@ -153,7 +155,7 @@ def resolve(config: Mapping[str, Any], environ: Mapping[str, str] | None = None,
     own = from_training_config(config)
     if own is not None:
         return own
-    processes = max(1, int(config.get("num_processes") or 1))
+    processes = max(1, int(setting(config, "num_processes")))
     if processes > 1:
         return Launch(processes, "ddp", 0, "", "num_processes in the config; no launch given: plain DDP assumed")
     return Launch()

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from .machine import Machine
+from .settings import setting
 
 OK, WARN, BLOCK = "ok", "warning", "BLOCKER"
 DEFAULT_PORT = 29500  # torchrun's and accelerate's default main_process_port
@@ -171,7 +172,7 @@ def checks(config: Mapping[str, Any], machine: Machine, root: Path, accelerate: 
     if run is None:
         return []
     found = [("rendezvous", *check_rendezvous(run, machine))]
-    output = Path(str(config.get("output_dir") or "outputs"))
+    output = Path(str(setting(config, "output_dir")))
     output = output if output.is_absolute() else root / output
     job = machine.environ.get("SLURM_JOB_ID") or "local"
     me = machine.hostname()

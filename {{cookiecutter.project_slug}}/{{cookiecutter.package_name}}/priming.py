@@ -261,19 +261,22 @@ def prime_from_config(settings: dict, out_dir: str | Path | None = None, steps: 
     """Prime the model a train.py config names, on the same rows train.py would use; return the primed dir."""
     from . import data, tiny
 
-    steps = int(settings.get("format_priming_steps") or 0) if steps is None else steps
+    steps = int(setting(settings, "format_priming_steps")) if steps is None else steps
     if steps <= 0:
         raise ValueError("format_priming_steps is 0 in this config: pass --steps N")
     model_path = settings["model_name_or_path"]
     if settings.get("build_tiny_model"):
         tiny.build_tiny_model(model_path, settings["dataset_name"], system_prompt=settings.get("system_prompt"))
-    out = Path(out_dir) if out_dir else Path(settings.get("output_dir") or "outputs") / "format-primed"
+    out = Path(out_dir) if out_dir else Path(setting(settings, "output_dir")) / "format-primed"
+    checkpointing = settings.get("activation_checkpointing")  # gradient_checkpointing's newer name
+    if checkpointing is None:
+        checkpointing = setting(settings, "gradient_checkpointing")
     train, _ = data.load_splits(
         settings["dataset_name"],
         settings.get("dataset_config"),
-        settings.get("dataset_train_split", "train"),
-        settings.get("dataset_test_split", "test"),
-        eval_fraction=float(settings.get("eval_fraction", 0.1)),
+        setting(settings, "dataset_train_split"),
+        setting(settings, "dataset_test_split"),
+        eval_fraction=float(setting(settings, "eval_fraction")),
         seed=int(setting(settings, "seed")),
     )
     return prime(
@@ -281,18 +284,18 @@ def prime_from_config(settings: dict, out_dir: str | Path | None = None, steps: 
         out,
         data.priming_rows(settings["dataset_name"], train, limit=PRIMING_ROWS, seed=int(setting(settings, "seed"))),
         steps=steps,
-        learning_rate=float(settings.get("format_priming_lr", 1e-5)),
-        batch_size=int(settings.get("format_priming_batch_size", 8)),
+        learning_rate=float(setting(settings, "format_priming_lr")),
+        batch_size=int(setting(settings, "format_priming_batch_size")),
         target_loss=settings.get("format_priming_target_loss"),
         seed=int(setting(settings, "seed")),
         system_prompt=settings.get("system_prompt"),
         log=log,
         dtype=settings.get("dtype"),
-        use_cpu=bool(settings.get("use_cpu", False)),
-        gradient_checkpointing=bool(settings.get("activation_checkpointing", settings.get("gradient_checkpointing"))),
-        revision=settings.get("model_revision"),
-        trust_remote_code=bool(settings.get("trust_remote_code", False)),
-        max_prompt_length=int(settings.get("max_prompt_length", 512)),
+        use_cpu=bool(setting(settings, "use_cpu")),
+        gradient_checkpointing=bool(checkpointing),
+        revision=setting(settings, "model_revision"),
+        trust_remote_code=bool(setting(settings, "trust_remote_code")),
+        max_prompt_length=int(setting(settings, "max_prompt_length")),
         peft_config=lora_config(settings),
     )
 
@@ -318,7 +321,7 @@ def main(argv: list[str] | None = None) -> int:
         for key in ("output_dir", "model_name_or_path"):
             if getattr(args, key):
                 settings[key] = getattr(args, key)
-        out = Path(args.out) if args.out else Path(settings.get("output_dir") or "outputs") / "format-primed"
+        out = Path(args.out) if args.out else Path(setting(settings, "output_dir")) / "format-primed"
         if is_model_dir(out) and not args.force:
             print(f"{out} already holds a primed model (pass --force to prime again)")
             return 0

@@ -1,16 +1,63 @@
-"""Defaults of the settings that the commands reading a config as plain YAML (the memory estimator, the doctor,
-eval, chat, filter and format priming) fall back on: the values train.py's parser gives the same keys
-(``GRPOConfig``, ``ScriptArguments``), one table that a test checks against those dataclasses. Stdlib only."""
+"""The one table of defaults: what every command that reads a config as plain YAML (the memory estimator, the
+doctor, launch and download checks, eval, chat, filter, format priming, the self-check) takes for a setting the
+config leaves out, read through ``setting(config, key)``. The values are those train.py's parser gives the same keys
+(``GRPOScriptArguments``, TRL's ``GRPOConfig`` and ``ModelConfig``); a test checks the table against those
+dataclasses. Stdlib only (the self-check runs in cookiecutter's interpreter)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
 DEFAULTS = {
-    "max_prompt_length": 512,  # ScriptArguments: longer prompts are dropped
-    "max_completion_length": 512,  # GRPOConfig
-    "seed": 42,  # GRPOConfig (TrainingArguments)
-    "cpu_threads": 0,  # GRPOScriptArguments: torch's default
+    # GRPOScriptArguments (config.py)
+    "dataset_name": None,
+    "dataset_train_split": "train",
+    "dataset_test_split": "test",
+    "reward_funcs": ["correctness", "format"],
+    "max_prompt_length": 512,  # longer prompts are dropped
+    "eval_fraction": 0.1,
+    "build_tiny_model": False,
+    "format_priming_steps": 0,
+    "format_priming_lr": 1e-5,
+    "format_priming_batch_size": 8,
+    "num_processes": 1,
+    "cpu_threads": 0,  # torch's default
+    "model_backend": "trl",
+    "eval_num_samples": 1,
+    # GRPOConfig (TRL, on transformers' TrainingArguments)
+    "output_dir": "trainer_output",
+    "seed": 42,
+    "max_completion_length": 512,
+    "per_device_train_batch_size": 8,
+    "gradient_accumulation_steps": 1,
+    "steps_per_generation": None,  # gradient_accumulation_steps
+    "generation_batch_size": None,  # per_device_train_batch_size x processes x steps_per_generation
+    "num_generations": 8,
+    "reward_weights": None,  # 1.0 each
+    "beta": 0.0,
+    "optim": "adamw_torch_fused",
+    "gradient_checkpointing": True,
+    "use_cpu": False,
+    "save_total_limit": None,
+    "report_to": "none",
+    "temperature": 1.0,
+    "top_p": 1.0,
+    "top_k": 0,
+    "repetition_penalty": 1.0,
+    "chat_template_kwargs": None,
+    "trust_remote_code": False,
+    "use_vllm": False,
+    "vllm_mode": "colocate",
+    "vllm_gpu_memory_utilization": 0.3,
+    "vllm_tensor_parallel_size": 1,
+    "vllm_max_model_length": None,  # max_prompt_length + max_completion_length
+    # ModelConfig (TRL)
+    "model_name_or_path": None,
+    "model_revision": "main",
+    "dtype": "float32",
+    "lora_r": 16,
+    "lora_dropout": 0.05,
+    "lora_target_modules": None,
 }
 
 
@@ -24,7 +71,21 @@ def use_cpu_threads(count: int) -> None:
         torch.set_num_threads(int(count))
 
 
+# Settings whose default follows from others (None in DEFAULTS): what TRL computes when the config leaves them out.
+DERIVED = {
+    "steps_per_generation": lambda config: setting(config, "gradient_accumulation_steps"),
+    "generation_batch_size": lambda config: int(setting(config, "per_device_train_batch_size"))
+    * int(setting(config, "num_processes")) * int(setting(config, "steps_per_generation")),
+    "reward_weights": lambda config: [1.0] * len(setting(config, "reward_funcs")),
+    "vllm_max_model_length": lambda config: int(setting(config, "max_prompt_length"))
+    + int(setting(config, "max_completion_length")),
+}
+
+
 def setting(config: Mapping, key: str):
-    """``config[key]``, or the value train.py would use when the config leaves it out (or null)."""
+    """``config[key]``, or the value train.py would use when the config leaves it out (or null): the table's, or
+    for a derived setting the value computed from the others."""
     value = config.get(key)
-    return DEFAULTS[key] if value is None else value
+    if value is not None:
+        return value
+    return DERIVED[key](config) if key in DERIVED else DEFAULTS[key]
