@@ -54,36 +54,50 @@ def main(
                 model_args.model_name_or_path, script_args.dataset_name, system_prompt=script_args.system_prompt
             )
     if script_args.format_priming_steps > 0:
-        primed = os.path.join(training_args.output_dir, "format-primed")
-        if int(os.environ.get("RANK", "0")) == 0 and not checkpoints.is_model_dir(primed):
-            settings = {**vars(model_args), **training_args.to_dict(), **vars(script_args)}
-            for line in memory.check_priming_fits(settings):  # before priming loads any weight
-                print(f"warning: {line}", file=sys.stderr)
-        # The main process primes (only it may save under torch.distributed); the others wait, then reuse it.
-        with training_args.main_process_first(local=training_args.save_on_each_node, desc="format priming"):
-            if not checkpoints.is_model_dir(primed):  # saved atomically: there whole, or not at all
-                priming.prime(
-                    model_args.model_name_or_path,
-                    primed,
-                    data.priming_rows(script_args.dataset_name, train_split, seed=training_args.seed),
-                    steps=script_args.format_priming_steps,
-                    learning_rate=script_args.format_priming_lr,
-                    batch_size=script_args.format_priming_batch_size,
-                    target_loss=script_args.format_priming_target_loss,
-                    seed=training_args.seed,
-                    system_prompt=script_args.system_prompt,
-                    dtype=model_args.dtype,
-                    use_cpu=training_args.use_cpu,
-                    gradient_checkpointing=training_args.gradient_checkpointing,
-                    max_prompt_length=script_args.max_prompt_length,
-                    peft_config=priming.lora_config(vars(model_args)),
-                )
-        model_args.model_name_or_path = primed
+        model_args.model_name_or_path = format_primed(script_args, training_args, model_args, train_split)
 
     if int(os.environ.get("RANK", "0")) == 0:  # the estimator's verdict for this GPU, before any weight is loaded
         settings = {**vars(model_args), **training_args.to_dict(), **vars(script_args)}
         for line in memory.check_fits(settings):
             print(f"warning: {line}", file=sys.stderr)
+    trainer = build_trainer(script_args, training_args, model_args, reward_funcs, train_split, eval_split)
+    run_trainer(trainer, training_args, checkpoint)
+
+
+def format_primed(script_args: config.GRPOScriptArguments, training_args: GRPOConfig, model_args: ModelConfig,
+                  train_split) -> str:
+    """The format-primed model under output_dir, primed now unless it is there (priming.py); its path."""
+    primed = os.path.join(training_args.output_dir, "format-primed")
+    if int(os.environ.get("RANK", "0")) == 0 and not checkpoints.is_model_dir(primed):
+        settings = {**vars(model_args), **training_args.to_dict(), **vars(script_args)}
+        for line in memory.check_priming_fits(settings):  # before priming loads any weight
+            print(f"warning: {line}", file=sys.stderr)
+    # The main process primes (only it may save under torch.distributed); the others wait, then reuse it.
+    with training_args.main_process_first(local=training_args.save_on_each_node, desc="format priming"):
+        if not checkpoints.is_model_dir(primed):  # saved atomically: there whole, or not at all
+            priming.prime(
+                model_args.model_name_or_path,
+                primed,
+                data.priming_rows(script_args.dataset_name, train_split, seed=training_args.seed),
+                steps=script_args.format_priming_steps,
+                learning_rate=script_args.format_priming_lr,
+                batch_size=script_args.format_priming_batch_size,
+                target_loss=script_args.format_priming_target_loss,
+                seed=training_args.seed,
+                system_prompt=script_args.system_prompt,
+                dtype=model_args.dtype,
+                use_cpu=training_args.use_cpu,
+                gradient_checkpointing=training_args.gradient_checkpointing,
+                max_prompt_length=script_args.max_prompt_length,
+                peft_config=priming.lora_config(vars(model_args)),
+            )
+    return primed
+
+
+def build_trainer(script_args: config.GRPOScriptArguments, training_args: GRPOConfig, model_args: ModelConfig,
+                  reward_funcs: list, train_split, eval_split):
+    """The policy and tokenizer loaded, the splits with their prompts, and the GRPO trainer (with the difficulty
+    pool and the health monitor when the config asks for them)."""
     policy, tokenizer, peft_config = model.load(
         model_args, training_args, script_args.max_prompt_length, script_args.model_backend
     )
@@ -110,7 +124,12 @@ def main(
     )
     if (monitor := health.monitor_from_args(script_args, training_args.beta)) is not None:
         trainer.add_callback(monitor)  # warnings while training, health.json at the end (see health.py)
+    return trainer
 
+
+def run_trainer(trainer, training_args: GRPOConfig, checkpoint: str | None) -> None:
+    """Train (from ``checkpoint`` when resuming) with one compact progress line per logging step and Ctrl-C saving
+    a checkpoint first (raises Interrupted then), then save the final model."""
     for printer in (ProgressCallback, PrinterCallback):  # one compact line per logging step instead
         trainer.remove_callback(printer)
     trainer.add_callback(ProgressLine())
