@@ -114,13 +114,19 @@ class Estimate:
         return None if self.gpu_gb is None else 1.0 - self.total / self.gpu_gb
 
 
+def weights_dtype(config: dict[str, Any]) -> Any:
+    """The dtype the weights load in: ``dtype``, or ``torch_dtype`` (its older name), else the table's."""
+    legacy = config.get("torch_dtype")
+    return legacy if config.get("dtype") is None and legacy is not None else setting(config, "dtype")
+
+
 def _bytes_of(dtype: Any) -> int:
-    text = str(dtype or "float32").lower().replace("torch.", "")
+    text = str(dtype).lower().replace("torch.", "")
     return 4 if text in ("float32", "fp32", "float", "none") else 2
 
 
-def _flag(config: dict[str, Any], key: str, default: bool) -> bool:
-    value = config.get(key, default)
+def _flag(config: dict[str, Any], key: str) -> bool:
+    value = setting(config, key)
     if isinstance(value, str):
         return value.strip().lower() in ("1", "true", "yes", "on")
     return bool(value)
@@ -136,7 +142,8 @@ def checkpointing_key(config: dict[str, Any]) -> str:
 
 def checkpointing(config: dict[str, Any]) -> bool:
     """Whether activations are checkpointed (TRL's default: on)."""
-    return _flag(config, checkpointing_key(config), True)
+    return _flag(config, "gradient_checkpointing" if config.get("activation_checkpointing") is None
+                 else "activation_checkpointing")
 
 
 def _targets(value: Any) -> list[str]:
@@ -205,34 +212,31 @@ def _run_of(config: dict[str, Any], arch: Arch, launch: Launch | None) -> _Run:
     """The run ``config`` describes, launched as ``launch`` (None: the config's own sharding, else plain DDP)."""
     from .launch import resolve
 
-    on_cpu = _flag(config, "use_cpu", False)
+    on_cpu = _flag(config, "use_cpu")
     run = Launch() if on_cpu else (launch or resolve(config))
     processes = max(1, run.world_size)
-    batch = int(config.get("per_device_train_batch_size") or 8)
+    batch = int(setting(config, "per_device_train_batch_size"))
     prompt = int(setting(config, "max_prompt_length"))
     completion = int(setting(config, "max_completion_length"))
     gen_seqs = _generation_seqs(config, batch, processes)
-    peft = _flag(config, "use_peft", False)
+    peft = _flag(config, "use_peft")
     return _Run(
         arch=arch, launch=run, on_cpu=on_cpu, processes=processes,
         stage=run.zero_stage if run.kind in ("deepspeed", "fsdp") else 0,
         batch=batch, prompt=prompt, completion=completion, gen_seqs=gen_seqs,
-        dtype_bytes=_bytes_of(config.get("dtype", config.get("torch_dtype"))),
-        four_bit=_flag(config, "load_in_4bit", False), eight_bit=_flag(config, "load_in_8bit", False),
-        peft=peft, optim=str(config.get("optim") or "adamw_torch_fused"),
+        dtype_bytes=_bytes_of(weights_dtype(config)),
+        four_bit=_flag(config, "load_in_4bit"), eight_bit=_flag(config, "load_in_8bit"),
+        peft=peft, optim=str(setting(config, "optim")),
         targets=_targets(config.get("lora_target_modules")) if peft else None,
-        lora_r=int(config.get("lora_r") or 16),
+        lora_r=int(setting(config, "lora_r")),
     )  # fmt: skip
 
 
 def _generation_seqs(config: dict[str, Any], batch: int, processes: int) -> int:
     """Sequences of one generation batch on each device."""
-    accumulation = int(config.get("gradient_accumulation_steps") or 1)
-    if config.get("steps_per_generation"):
-        return batch * int(config["steps_per_generation"])
-    if config.get("generation_batch_size"):
+    if config.get("generation_batch_size") and not config.get("steps_per_generation"):
         return math.ceil(int(config["generation_batch_size"]) / processes)
-    return batch * accumulation
+    return batch * int(setting(config, "steps_per_generation"))  # unset: gradient_accumulation_steps
 
 
 def estimate(
@@ -249,7 +253,7 @@ def estimate(
     Raises :class:`EstimateError` (one line) when the model's architecture is unknown.
     """
     notes: list[str] = []
-    name = str(config.get("model_name_or_path") or "")
+    name = str(setting(config, "model_name_or_path") or "")
     run = _run_of(config, resolve_arch(name, model_config), launch)
     arch = run.arch
     if "assumed" in run.launch.source:
@@ -257,12 +261,12 @@ def estimate(
     full_weights = _full_weight_bytes(run)
     weights = _weight_bytes(run, full_weights, notes)
     trainable, trainable_params = _trainable_bytes(run, notes)
-    dropout = float(config.get("lora_dropout", 0.05) or 0.0) if run.peft else 0.0
+    dropout = float(setting(config, "lora_dropout")) if run.peft else 0.0
     fp32_adapters = not run.quantized and not (run.stage == 3 and run.peft)  # TRL: bf16 adapters for QLoRA, ZeRO-3
     activations = activation_bytes(arch, run.batch * run.seq, run.act_bytes, checkpointing(config), run.targets,
                                    dropout, run.lora_r, fp32_adapters)
     logits = fused_head_bytes(arch, run.batch * run.completion, run.act_bytes, head_trained=not run.peft)
-    beta = float(config.get("beta") or 0.0)  # R: the reference model
+    beta = float(setting(config, "beta"))  # R: the reference model
     reference = weights if (beta > 0 and not run.peft) else 0.0
     generation, vllm_needed, vllm_minimum = _generation_bytes(config, run, gpu_gb, full_weights, notes)
     if run.on_cpu:
@@ -333,8 +337,8 @@ def _generation_bytes(config: dict[str, Any], run: _Run, gpu_gb: float | None, f
                       notes: list[str]) -> tuple[float, float | None, float | None]:
     """Gen: (bytes, vllm_needed, vllm_minimum). Colocated vLLM's share of the GPU; none in vLLM's server mode;
     without vLLM, transformers' KV cache and sampling logits, plus the weights gathered under ZeRO-3."""
-    use_vllm = _flag(config, "use_vllm", False) and not run.on_cpu
-    mode = str(config.get("vllm_mode") or "colocate")
+    use_vllm = _flag(config, "use_vllm") and not run.on_cpu
+    mode = str(setting(config, "vllm_mode"))
     if use_vllm and mode == "colocate":
         from .vllm_memory import colocated_vllm  # vllm_memory imports this module's units and config helpers
 
@@ -345,6 +349,6 @@ def _generation_bytes(config: dict[str, Any], run: _Run, gpu_gb: float | None, f
     kv_bytes = 4 if (run.dtype_bytes == 4 and not run.quantized) else 2
     generation = run.gen_seqs * run.seq * run.arch.kv_bytes_per_token / 2 * kv_bytes
     generation += run.gen_seqs * run.arch.vocab * 4  # the last position's logits while sampling
-    if run.stage == 3 and run.shards > 1 and _flag(config, "ds3_gather_for_generation", True):
+    if run.stage == 3 and run.shards > 1 and _flag(config, "ds3_gather_for_generation"):
         generation += full_weights - full_weights / run.shards
     return generation, None, None

@@ -42,9 +42,12 @@ from .estimator import (  # noqa: F401
     checkpointing_key,
     estimate,
     recompute_working_set,
+    weights_dtype,
 )
 from .settings import setting
 from .vllm_memory import vllm_kv_gib, vllm_max_len, vllm_one_request_gib, vllm_weights_gib  # noqa: F401
+
+ADVISED_LORA = {"use_peft": True, "lora_r": 32, "lora_target_modules": "all-linear"}  # the advice's LoRA
 
 
 def _patched(config: dict[str, Any], **changes: Any) -> dict[str, Any]:
@@ -55,14 +58,13 @@ def _patched(config: dict[str, Any], **changes: Any) -> dict[str, Any]:
 
 def _knobs(config: dict[str, Any], est: Estimate) -> list[tuple[str, dict[str, Any]]]:
     """Candidate config changes, first knobs first."""
-    batch = int(config.get("per_device_train_batch_size") or 8)
-    accumulation = int(config.get("gradient_accumulation_steps") or 1)
+    batch = int(setting(config, "per_device_train_batch_size"))
+    accumulation = int(setting(config, "gradient_accumulation_steps"))
     completion = int(setting(config, "max_completion_length"))
-    generations = int(config.get("num_generations") or 8)
+    generations = int(setting(config, "num_generations"))
     knobs: list[tuple[str, dict[str, Any]]] = []
-    if not _flag(config, "use_peft", False):
-        knobs.append(("use_peft: true (LoRA) instead of full fine-tuning", {"use_peft": True, "lora_r": 32,
-                                                                             "lora_target_modules": "all-linear"}))
+    if not _flag(config, "use_peft"):
+        knobs.append(("use_peft: true (LoRA) instead of full fine-tuning", ADVISED_LORA))
     if not checkpointing(config):
         knobs.append((f"{checkpointing_key(config)}: true", {key: True for key in CHECKPOINTING_KEYS}))
     if batch > 1:
@@ -74,17 +76,16 @@ def _knobs(config: dict[str, Any], est: Estimate) -> list[tuple[str, dict[str, A
                       {"max_completion_length": completion // 2}))
     if generations > 4 and generations % 2 == 0:
         knobs.append((f"num_generations {generations} -> {generations // 2}", {"num_generations": generations // 2}))
-    if not _flag(config, "load_in_4bit", False):
-        lora = {"use_peft": True, "lora_r": int(config.get("lora_r") or 32),
-                "lora_target_modules": config.get("lora_target_modules") or "all-linear"}
-        knobs.append(("load_in_4bit: true (QLoRA)" if _flag(config, "use_peft", False) else
+    if not _flag(config, "load_in_4bit"):
+        lora = {**ADVISED_LORA, **{key: config[key] for key in ("lora_r", "lora_target_modules") if config.get(key)}}
+        knobs.append(("load_in_4bit: true (QLoRA)" if _flag(config, "use_peft") else
                       "load_in_4bit: true with use_peft: true (QLoRA)", {"load_in_4bit": True, **lora}))
-    if "8bit" not in str(config.get("optim") or ""):
+    if "8bit" not in str(setting(config, "optim")):
         knobs.append(("optim: adamw_8bit", {"optim": "adamw_8bit"}))
-    if float(config.get("beta") or 0.0) > 0 and not _flag(config, "use_peft", False):
+    if float(setting(config, "beta")) > 0 and not _flag(config, "use_peft"):
         knobs.append(("beta: 0.0 (no reference model)", {"beta": 0.0}))
     if est.vllm_needed is not None and est.gpu_gb and est.vllm_ok and est.vllm_minimum is not None:
-        fraction = float(config.get("vllm_gpu_memory_utilization") or 0.3)
+        fraction = float(setting(config, "vllm_gpu_memory_utilization"))
         wanted = math.ceil(est.vllm_needed / est.gpu_gb * 20) / 20  # what vLLM needs, rounded up to 0.05
         floor = math.ceil(est.vllm_minimum / est.gpu_gb * 20) / 20  # the least it starts with
         if wanted < fraction:
@@ -94,7 +95,7 @@ def _knobs(config: dict[str, Any], est: Estimate) -> list[tuple[str, dict[str, A
             lower = max(floor, round(fraction - 0.1, 2))
             knobs.append((f"vllm_gpu_memory_utilization {fraction:g} -> {lower:g} (vLLM queues more sequences)",
                           {"vllm_gpu_memory_utilization": lower}))
-    elif not _flag(config, "use_vllm", False) and est.generation > 1.0:
+    elif not _flag(config, "use_vllm") and est.generation > 1.0:
         knobs.append(("max_completion_length or num_generations lower (the KV cache of the generation batch)", {}))
     return knobs
 
@@ -233,7 +234,7 @@ def check_fits(config: dict[str, Any], gpu_gb: float | None = None,
     ``gpu_gb`` defaults to the memory of the visible GPU. Never raises: an estimate that cannot be made is one
     warning line.
     """
-    if _flag(config, "use_cpu", False):
+    if _flag(config, "use_cpu"):
         return []
     if gpu_gb is None:
         gpu_gb = detect_gpu_gb()
@@ -266,14 +267,14 @@ def priming_gib(config: dict[str, Any], model_config: dict[str, Any] | None = No
     checkpointing, plus the recomputed layer; every layer's working set without), the bounded logits, overhead."""
     from .estimator import OVERHEAD_GIB, layer_working_set
 
-    arch = resolve_arch(str(config.get("model_name_or_path") or ""), model_config)
-    peft = _flag(config, "use_peft", False)
-    act_bytes = _bytes_of(config.get("dtype"))
-    tokens = int(config.get("format_priming_batch_size") or 8) * (
+    arch = resolve_arch(str(setting(config, "model_name_or_path") or ""), model_config)
+    peft = _flag(config, "use_peft")
+    act_bytes = _bytes_of(weights_dtype(config))
+    tokens = int(setting(config, "format_priming_batch_size")) * (
         int(setting(config, "max_prompt_length")) + int(setting(config, "max_completion_length")))
     targets = _targets(config.get("lora_target_modules")) if peft else None
-    lora_r = int(config.get("lora_r") or 16)
-    dropout = float(config.get("lora_dropout", 0.05) or 0.0) if peft else 0.0
+    lora_r = int(setting(config, "lora_r"))
+    dropout = float(setting(config, "lora_dropout")) if peft else 0.0
     if peft:
         weights, trainable = arch.params * act_bytes, arch.lora_params(lora_r, targets or []) * 16.0
     else:
@@ -292,7 +293,7 @@ def priming_gib(config: dict[str, Any], model_config: dict[str, Any] | None = No
 def check_priming_fits(config: dict[str, Any], gpu_gb: float | None = None,
                        model_config: dict[str, Any] | None = None) -> list[str]:
     """Warnings for train.py to print before format priming starts; empty when it fits with >= 10% headroom."""
-    if _flag(config, "use_cpu", False) or int(config.get("format_priming_steps") or 0) <= 0:
+    if _flag(config, "use_cpu") or int(setting(config, "format_priming_steps")) <= 0:
         return []
     gpu_gb = detect_gpu_gb() if gpu_gb is None else gpu_gb
     if gpu_gb is None:
@@ -317,14 +318,14 @@ def colocate_problem(config: dict[str, Any], gpu_gb: float, model_config: dict[s
     try:
         kv = vllm_kv_gib(config, gpu_gb, model_config)
         one, length = vllm_one_request_gib(config, model_config)
-        arch = resolve_arch(str(config.get("model_name_or_path") or ""), model_config)
+        arch = resolve_arch(str(setting(config, "model_name_or_path") or ""), model_config)
     except EstimateError:
         return None
     if kv >= one:
         return None
-    fraction = float(config.get("vllm_gpu_memory_utilization") or 0.3)
-    weights = vllm_weights_gib(arch, _flag(config, "load_in_4bit", False),
-                               max(1, int(config.get("vllm_tensor_parallel_size") or 1)))
+    fraction = float(setting(config, "vllm_gpu_memory_utilization"))
+    weights = vllm_weights_gib(arch, _flag(config, "load_in_4bit"),
+                               max(1, int(setting(config, "vllm_tensor_parallel_size"))))
     return (f"vLLM colocated gets vllm_gpu_memory_utilization {fraction:g} x {gpu_gb:g} GiB = {fraction * gpu_gb:.1f} "
             f"GiB, less than its {weights:.1f} GiB copy of the weights + ~1 GiB + one {length}-token request "
             f"({one:.2f} GiB), so it cannot start: raise vllm_gpu_memory_utilization or train without vLLM "

@@ -37,6 +37,7 @@ DEFAULTS = {
     "beta": 0.0,
     "optim": "adamw_torch_fused",
     "gradient_checkpointing": True,
+    "bf16": None,  # TRL: bf16 unless fp16 is set (GPU); the estimator reads unset as no mixed precision
     "use_cpu": False,
     "save_total_limit": None,
     "report_to": "none",
@@ -51,6 +52,8 @@ DEFAULTS = {
     "vllm_gpu_memory_utilization": 0.3,
     "vllm_tensor_parallel_size": 1,
     "vllm_max_model_length": None,  # max_prompt_length + max_completion_length
+    "vllm_enable_sleep_mode": False,
+    "ds3_gather_for_generation": True,
     # ModelConfig (TRL)
     "model_name_or_path": None,
     "model_revision": "main",
@@ -58,6 +61,9 @@ DEFAULTS = {
     "lora_r": 16,
     "lora_dropout": 0.05,
     "lora_target_modules": None,
+    "use_peft": False,
+    "load_in_4bit": False,
+    "load_in_8bit": False,
 }
 
 

@@ -29,7 +29,7 @@ def colocated_vllm(config: dict[str, Any], arch: Arch, four_bit: bool, seq: int,
     """Colocated vLLM for a generation batch of ``gen_seqs`` sequences of ``seq`` tokens: (its share of the GPU in
     bytes: its reserved fraction, or what it needs when the GPU size is unknown; what it needs for the whole batch
     at once, GiB; the least it starts with, GiB). Appends to ``notes`` when it falls short."""
-    tp = max(1, int(config.get("vllm_tensor_parallel_size") or 1))
+    tp = max(1, int(setting(config, "vllm_tensor_parallel_size")))
     vllm_weights = vllm_weights_gib(arch, four_bit, tp)
     kv_token = arch.kv_bytes_per_token / tp
     max_len, where = vllm_max_len(config, arch, seq)
@@ -38,7 +38,7 @@ def colocated_vllm(config: dict[str, Any], arch: Arch, four_bit: bool, seq: int,
                      "completions are cut short")
     vllm_needed = vllm_weights + kv_token * gen_seqs * min(seq, max_len) / GIB + VLLM_OVERHEAD_GIB
     vllm_minimum = vllm_weights + kv_token * max_len / GIB + VLLM_OVERHEAD_GIB
-    fraction = float(config.get("vllm_gpu_memory_utilization") or 0.3)
+    fraction = float(setting(config, "vllm_gpu_memory_utilization"))
     if gpu_gb is None:
         generation = max(vllm_needed, vllm_minimum) * GIB
         notes.append(f"no GPU size: vLLM counted at what it needs ({vllm_needed:.1f} GiB), not at its fraction")
@@ -57,7 +57,7 @@ def colocated_vllm(config: dict[str, Any], arch: Arch, four_bit: bool, seq: int,
             held = int((reserved - vllm_minimum) * GIB / (kv_token * min(seq, max_len))) + 1
             notes.append(f"vLLM holds ~{held} of the {gen_seqs} sequences of a generation batch at once (the "
                          f"rest wait; slower, not an OOM); all at once needs {vllm_needed:.1f} GiB")
-    if _flag(config, "vllm_enable_sleep_mode", False):
+    if _flag(config, "vllm_enable_sleep_mode"):
         notes.append("vllm_enable_sleep_mode frees vLLM's memory during training steps: the peak is lower")
     return generation, vllm_needed, vllm_minimum
 
@@ -74,17 +74,17 @@ def vllm_weights_gib(arch: Arch, load_in_4bit: bool = False, tensor_parallel: in
 
 def vllm_kv_gib(config: dict[str, Any], gpu_gb: float, model_config: dict[str, Any] | None = None) -> float:
     """KV-cache memory vLLM is left with inside its fraction: fraction x GPU - its weights - ~1 GiB."""
-    arch = resolve_arch(str(config.get("model_name_or_path") or ""), model_config)
-    tp = max(1, int(config.get("vllm_tensor_parallel_size") or 1))
-    fraction = float(config.get("vllm_gpu_memory_utilization") or 0.3)
-    weights = vllm_weights_gib(arch, _flag(config, "load_in_4bit", False), tp)
+    arch = resolve_arch(str(setting(config, "model_name_or_path") or ""), model_config)
+    tp = max(1, int(setting(config, "vllm_tensor_parallel_size")))
+    fraction = float(setting(config, "vllm_gpu_memory_utilization"))
+    weights = vllm_weights_gib(arch, _flag(config, "load_in_4bit"), tp)
     return fraction * gpu_gb - weights - VLLM_OVERHEAD_GIB
 
 
 def vllm_one_request_gib(config: dict[str, Any], model_config: dict[str, Any] | None = None) -> tuple[float, int]:
     """KV cache of one full-length request as vLLM sizes it, and that length in tokens."""
-    arch = resolve_arch(str(config.get("model_name_or_path") or ""), model_config)
-    tp = max(1, int(config.get("vllm_tensor_parallel_size") or 1))
+    arch = resolve_arch(str(setting(config, "model_name_or_path") or ""), model_config)
+    tp = max(1, int(setting(config, "vllm_tensor_parallel_size")))
     seq = int(setting(config, "max_prompt_length")) + int(setting(config, "max_completion_length"))
     max_len, _ = vllm_max_len(config, arch, seq)
     return arch.kv_bytes_per_token / tp * max_len / GIB, max_len
