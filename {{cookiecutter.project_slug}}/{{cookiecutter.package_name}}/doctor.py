@@ -19,13 +19,14 @@ import argparse
 import json
 import re
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from . import launch as launches
 from . import memory
 from .archs import EstimateError, resolve_arch
+from .doctor_report import BLOCK, OK, WARN, Check, report
+from .doctor_sources import check_dataset, check_model
 from .estimator import GIB
 from .machine import Gpu, Machine  # noqa: F401 - Gpu: re-exported for tests
 from .settings import setting
@@ -34,19 +35,6 @@ from .vllm_memory import VLLM_OVERHEAD_GIB, vllm_one_request_gib, vllm_weights_g
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE_DIR = Path(__file__).resolve().parent
 MIN_DRIVER = {11: (450, 80), 12: (525, 60), 13: (580, 0)}  # Linux driver a CUDA major version needs (NVIDIA)
-OK, WARN, BLOCK = "ok", "warning", "BLOCKER"
-
-
-@dataclass(frozen=True)
-class Check:
-    name: str
-    status: str
-    message: str
-    fix: str = ""
-
-    def line(self) -> str:
-        text = f"[{self.status:>7}] {self.name}: {self.message}"
-        return text + (f" -> {self.fix}" if self.fix and self.status != OK else "")
 
 
 # --- configs ----------------------------------------------------------------------------------------------------------
@@ -223,86 +211,12 @@ def check_bubblewrap(config: dict[str, Any], machine: Machine, package_dir: Path
     return Check("bubblewrap", OK, f"{path} runs (sandbox_isolation: {isolation})")
 
 
-def _local_columns(path: Path) -> list[str]:
-    if path.suffix in (".jsonl", ".json"):
-        with path.open(encoding="utf-8") as handle:
-            first = handle.readline()
-        row = json.loads(first) if first.strip() else {}
-        return list(row) if isinstance(row, dict) else []
-    if path.suffix == ".csv":
-        with path.open(encoding="utf-8") as handle:
-            return [name.strip() for name in handle.readline().split(",")]
-    import pyarrow.parquet as parquet
-
-    return list(parquet.read_schema(path).names)
-
-
-def check_dataset(config: dict[str, Any], machine: Machine, required: tuple[str, ...], root: Path = ROOT) -> Check:
-    name = str(config.get("dataset_name") or "")
-    if name.startswith(("generate:", "curriculum:")):  # the task's own generator or smoke curriculum
-        return Check("dataset", OK, f"{name}: generated locally")
-    local = Path(name) if Path(name).is_absolute() else root / name
-    if local.suffix in (".jsonl", ".json", ".csv", ".parquet") or local.exists():
-        if not local.is_file():
-            return Check("dataset", BLOCK, f"{name} does not exist", "fix dataset_name or copy the file there")
-        try:
-            columns = _local_columns(local)
-        except (OSError, ValueError, ImportError) as error:
-            return Check("dataset", BLOCK, f"{name} cannot be read: {error}", "check the file's format")
-        missing = [column for column in required if column not in columns]
-        if missing:
-            return Check("dataset", BLOCK, f"{name} lacks column(s) {', '.join(missing)} (has {', '.join(columns)})",
-                         f"every row needs {', '.join(required)}")
-        return Check("dataset", OK, f"{name}: columns {', '.join(required)} present")
-    offline = any(machine.environ.get(key, "") in ("1", "true", "True")
-                  for key in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"))
-    cached = machine.hub_cached(name)
-    if cached:
-        return Check("dataset", OK, f"{name}: in the local Hugging Face cache")
-    if offline:
-        return Check("dataset", BLOCK, f"{name}: not cached and HF_HUB_OFFLINE is set",
-                     "download it once on a connected machine (python -c \"import datasets; "
-                     f"datasets.load_dataset('{name}')\") and copy ~/.cache/huggingface, or use a local file")
-    if machine.hub_reachable():
-        return Check("dataset", OK, f"{name}: the hub is reachable (downloaded on first use)")
-    return Check("dataset", BLOCK, f"{name}: not cached and the hub is not reachable from here",
-                 "offline recipe: load it once where the hub is reachable, copy ~/.cache/huggingface here, then "
-                 "set HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1; or point dataset_name at a local JSONL file")
-
-
 def check_settings(path: str, machine: Machine) -> Check:
     """The config through train.py's own parser and checks: a doctor pass means train.py accepts every setting."""
     error = machine.settings_error(str(path))
     if error:
         return Check("config", BLOCK, error, "fix the setting it names (train.py refuses the config the same way)")
     return Check("config", OK, "every setting parses and passes train.py's checks")
-
-
-def check_model(config: dict[str, Any], machine: Machine, root: Path = ROOT) -> Check:
-    """The model train.py will load: built locally, a local directory, in the hub cache, or on a reachable hub."""
-    from .hub import looks_like_path
-
-    name = str(config.get("model_name_or_path") or "")
-    if config.get("build_tiny_model"):
-        return Check("model", OK, f"{name}: a tiny model built locally on first use")
-    local = Path(name).expanduser()
-    local = local if local.is_absolute() else root / local
-    if local.exists():
-        return Check("model", OK, f"{name}: local path")
-    if looks_like_path(name):
-        return Check("model", BLOCK, f"{name} is meant as a local path but {local} does not exist",
-                     "fix model_name_or_path (a typo?) or copy the model there")
-    if machine.model_cached(name):
-        return Check("model", OK, f"{name}: in the local Hugging Face cache")
-    offline = any(machine.environ.get(key, "") in ("1", "true", "True")
-                  for key in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
-    recipe = (f"on a connected machine run `hf download {name}`, copy ~/.cache/huggingface here and set "
-              "HF_HUB_OFFLINE=1, or point model_name_or_path at a local directory")
-    if offline:
-        return Check("model", BLOCK, f"{name}: not cached and HF_HUB_OFFLINE is set", recipe)
-    if machine.hub_reachable():
-        return Check("model", OK, f"{name}: the hub is reachable (downloaded on first use)")
-    return Check("model", BLOCK, f"{name}: not cached and the hub is not reachable from here", recipe)
 
 
 def checkpoint_gib(config: dict[str, Any]) -> float:
@@ -408,12 +322,7 @@ def main(argv: list[str] | None = None, machine: Machine | None = None) -> int:
     checks = [check_settings(str(path), machine)]
     checks += run_checks(config, machine, accelerate_config=args.accelerate_config, num_machines=args.num_machines,
                          wait_for_nodes=args.wait_for_nodes)
-    print(f"doctor: {path}")
-    for check in checks:
-        print(check.line())
-    blockers = [check for check in checks if check.status == BLOCK]
-    print(f"{len(blockers)} blocker(s), {sum(c.status == WARN for c in checks)} warning(s)")
-    return 1 if blockers else 0
+    return report(path, checks)
 
 
 if __name__ == "__main__":
