@@ -134,9 +134,42 @@ def run_tests(job: Job, send: Callable[[bytes], bytes], start_reply: bytes, dead
         status, why = _ended(first)
         return [TestResult(status, why)] * n, why
 
-    calls = [0]
     gone: list[JobEnded] = []
     lost: list[Exception] = []  # the worker failed: re-raised after the tests, so the caller replaces it
+    remote = _remote(send, deadline, max_calls, gone, lost)
+
+    def proxy(name: str) -> Callable:
+        def call(*args: object, **kwargs: object) -> object:
+            return remote(name, args, kwargs)
+
+        call.__name__ = name
+        return call
+
+    ns: dict[str, object] = {"__name__": "__test__", "__builtins__": builtins}
+    if job.helpers:
+        try:
+            exec(compile_test(job.helpers), ns)
+        except Exception as exc:
+            why = f"the row's helpers failed: {_describe(exc)}"[:_REASON]
+            return [TestResult("error", why)] * n, why
+    for name in stub_names(job.tests, first["names"], job.entry_point):
+        if name == job.entry_point or name not in ns:  # the row's helpers stay the row's
+            ns[name] = proxy(name)
+    results: list[TestResult] = []
+    for test in job.tests:
+        results.append(_run_test(test, ns, gone, deadline))
+    if lost:
+        raise lost[0]
+    return results, ""
+
+
+def _remote(send: Callable[[bytes], bytes], deadline: float, max_calls: int, gone: list[JobEnded],
+            lost: list[Exception]) -> Callable[..., object]:
+    """The function that makes one call in the sandbox: ``remote(name, args, kwargs, obj=None)`` sends it (a method
+    of the returned object ``obj`` when given) and returns the decoded value, a :class:`RemoteObject`, or raises the
+    solution's exception. A child that ended or tampered with its channel is recorded in ``gone`` (and a failed
+    worker in ``lost``): every later call raises it."""
+    calls = [0]
 
     def remote(name: str, args: tuple, kwargs: dict, obj: int | None = None) -> object:
         if gone:
@@ -175,48 +208,29 @@ def run_tests(job: Job, send: Callable[[bytes], bytes], start_reply: bytes, dead
         gone.append(JobEnded(*_ended(reply)))
         raise gone[0]
 
-    def proxy(name: str) -> Callable:
-        def call(*args: object, **kwargs: object) -> object:
-            return remote(name, args, kwargs)
+    return remote
 
-        call.__name__ = name
-        return call
 
-    ns: dict[str, object] = {"__name__": "__test__", "__builtins__": builtins}
-    if job.helpers:
-        try:
-            exec(compile_test(job.helpers), ns)
-        except Exception as exc:
-            why = f"the row's helpers failed: {_describe(exc)}"[:_REASON]
-            return [TestResult("error", why)] * n, why
-    for name in stub_names(job.tests, first["names"], job.entry_point):
-        if name == job.entry_point or name not in ns:  # the row's helpers stay the row's
-            ns[name] = proxy(name)
-    results: list[TestResult] = []
-    for test in job.tests:
-        if gone:
-            results.append(TestResult(gone[0].status, str(gone[0])[:_REASON]))  # type: ignore[arg-type]
-            continue
-        if time.monotonic() > deadline:
-            results.append(TestResult("timeout", "time limit exceeded"))
-            continue
-        try:
-            exec(compile_test(test), ns)
-            results.append(TestResult("passed"))
-        except AssertionError as exc:
-            results.append(TestResult("failed", _describe(exc)))
-        except JobEnded as exc:
-            results.append(TestResult(exc.status, str(exc)[:_REASON]))  # type: ignore[arg-type]
-        except Deadline as exc:
-            results.append(TestResult("timeout", str(exc)))
-        except MemoryError as exc:
-            results.append(TestResult("memory", _describe(exc)))
-        except Exception as exc:
-            status = "memory" if str(exc).startswith("MemoryError") else "error"
-            results.append(TestResult(status, _describe(exc)))  # type: ignore[arg-type]
-    if lost:
-        raise lost[0]
-    return results, ""
+def _run_test(test: str, ns: dict[str, object], gone: list[JobEnded], deadline: float) -> TestResult:
+    """Run one test snippet in ``ns``: passed, failed (an assertion), or how the solution or the job ended."""
+    if gone:
+        return TestResult(gone[0].status, str(gone[0])[:_REASON])  # type: ignore[arg-type]
+    if time.monotonic() > deadline:
+        return TestResult("timeout", "time limit exceeded")
+    try:
+        exec(compile_test(test), ns)
+        return TestResult("passed")
+    except AssertionError as exc:
+        return TestResult("failed", _describe(exc))
+    except JobEnded as exc:
+        return TestResult(exc.status, str(exc)[:_REASON])  # type: ignore[arg-type]
+    except Deadline as exc:
+        return TestResult("timeout", str(exc))
+    except MemoryError as exc:
+        return TestResult("memory", _describe(exc))
+    except Exception as exc:
+        status = "memory" if str(exc).startswith("MemoryError") else "error"
+        return TestResult(status, _describe(exc))  # type: ignore[arg-type]
 
 
 def _pair(value: object) -> tuple[str, str]:
