@@ -27,6 +27,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # its sibling wire.py (started by path, with -I)
 import seccomp  # noqa: E402
+from housekeeping import PAGE, _count_procs, _prctl, _quiet, descendants, reap, used, wipe  # noqa: E402
 from wire import EOF, FINISH, JOB, Reader, decode, dumps, encode, frame, write_all  # noqa: E402
 
 TICK_S = 0.02  # period of the job-wide memory and process check
@@ -235,36 +236,6 @@ class Job:
             os.waitpid(pid, 0)
 
 
-def wipe(top: str) -> None:
-    """Remove everything under ``top``, also what a job made unreadable or unwritable."""
-    for root, dirs, _ in os.walk(top):  # first make every directory ours to list and empty (links are not followed)
-        for d in dirs:
-            if not os.path.islink(os.path.join(root, d)):
-                _quiet(os.chmod, os.path.join(root, d), 0o700)
-    for root, dirs, files in os.walk(top, topdown=False):
-        for name in files:
-            _quiet(os.unlink, os.path.join(root, name))
-        for d in dirs:
-            path = os.path.join(root, d)
-            _quiet(os.unlink if os.path.islink(path) else os.rmdir, path)
-
-
-def _quiet(fn, *args) -> None:
-    try:
-        fn(*args)
-    except OSError:
-        pass
-
-
-def used(top: str) -> bool:
-    """Whether the job's tmpfs directory ``top`` holds anything, read from its size (a tmpfs directory grows by 20
-    bytes per entry from 40) rather than its listing: the names a job chose never enter this process."""
-    try:
-        return os.stat(top).st_size > 40
-    except OSError:
-        return False
-
-
 class Worker:
     def __init__(self, mode: str, uid: int, scratch_root: str | None = None) -> None:
         self.mode = mode
@@ -311,66 +282,6 @@ class Worker:
                 return
             if pids and not reaped:
                 time.sleep(0.001)
-
-
-PAGE = os.sysconf("SC_PAGE_SIZE")
-
-
-def reap() -> bool:
-    got = False
-    while True:
-        try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return got
-        if pid <= 0:
-            return got
-        got = True
-
-
-def descendants(root: int) -> list[int]:
-    out: list[int] = []
-    stack = [root]
-    while stack:
-        pid = stack.pop()
-        try:
-            for tid in os.listdir(f"/proc/{pid}/task"):
-                with open(f"/proc/{pid}/task/{tid}/children") as f:
-                    kids = [int(k) for k in f.read().split()]
-                out.extend(kids)
-                stack.extend(kids)
-        except OSError:
-            pass
-    return [p for p in out if not _zombie(p)]
-
-
-def _zombie(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            data = f.read()
-        return data[data.rindex(b")") + 2 : data.rindex(b")") + 3] == b"Z"
-    except (OSError, ValueError):
-        return True
-
-
-def _count_procs(uid: int) -> int:
-    n = 0
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                n += os.stat(f"/proc/{name}").st_uid == uid
-            except OSError:
-                pass
-    return n
-
-
-def _prctl(option: int, arg: int) -> None:
-    try:
-        import ctypes
-
-        ctypes.CDLL(None).prctl(option, arg, 0, 0, 0)
-    except Exception:
-        pass
 
 
 def receive(ctl, fds: int) -> tuple[bytes, list[int]]:
