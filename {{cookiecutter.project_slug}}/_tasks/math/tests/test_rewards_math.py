@@ -605,6 +605,7 @@ def test_gold_is_normalised_conservatively() -> None:
 # ----------------------------------------------------------------------------------- time bounds
 
 answer_module = mod("rewards.math_answer")
+screens_module = mod("rewards.math_screens")
 box_module = mod("rewards.math_box")
 OWN_CODE_S = 5 * math_task.OWN_CODE_BOUND_S  # the documented bound of our own scanning, x5 for a loaded machine
 NASTY = [
@@ -657,10 +658,10 @@ ADVERSARIAL_TOKENS = ["a", "7", " ", "}", "{", "=", "^", "\\boxed{", "\\text{", 
 def test_random_adversarial_answers_are_bounded(body: str) -> None:
     start = time.perf_counter()
     answer_module.normalize(body)
-    answer_module.multiple_candidates(body)
+    screens_module.multiple_candidates(body)
     answer_module.several_boxes(body, answer_block=True)
     box_module.extract_prediction(body)
-    answer_module.pathological(body)
+    screens_module.pathological(body)
     assert time.perf_counter() - start < OWN_CODE_S
 
 

@@ -1,6 +1,8 @@
-r"""Math answers: finding boxes, normalisation to a canonical form and the anti-gaming screens, in bounded time.
+r"""Math answers: finding boxes and normalisation to a canonical form, in bounded time.
 
-Which box or text is a completion's answer is decided in :mod:`.math_box`; this module finds the boxes.
+Which box or text is a completion's answer is decided in :mod:`.math_box`; this module finds the boxes. The
+anti-gaming screens (hedges, ranges, bounds, several candidates, inputs too costly to verify) are in
+:mod:`.math_screens`.
 
 Time: extraction scans the completion (at most ``MAX_COMPLETION_CHARS``) in linear time with ``str.find`` and a
 brace stack, no regex; a completion with more than ``MAX_BOXES`` box commands is refused first (``str.count``). An
@@ -27,8 +29,6 @@ from itertools import accumulate, repeat
 
 MAX_RAW_ANSWER_CHARS = 1000
 MAX_BOXES = 64  # a completion with more boxed expressions than this is spam: 0.0 before any scan
-MAX_ANSWER_CHARS = 300
-MAX_NESTING = 8
 MAX_EXPONENT_DIGITS = 4
 
 # ------------------------------------------------------------------------------------------- extraction
@@ -307,110 +307,3 @@ def decimals(s: str) -> int:
     """Number of decimal places of a number string ("0.333" -> 3)."""
     head, dot, tail = s.rpartition(".")
     return len(tail) if dot and tail.isdigit() else 0
-
-
-# ----------------------------------------------------------------------------------------- anti-gaming
-
-HEDGE_WORDS = re.compile(
-    r"\b(?:or|and|nor|either|not|maybe|perhaps|possibly|vs|actually|instead|rather|wait|correction|sorry)\b"
-    r"|\\(?:lor|vee|text\s*\{\s*or)",
-    re.IGNORECASE,
-)
-RANGE_WORDS = re.compile(
-    r"\b(?:to|then|between|from)\b|\\(?:to\b|rightarrow|Rightarrow|implies|longrightarrow|Longrightarrow"
-    r"|mapsto|iff|pm\b|mp\b)|->|=>|→|⇒|⟹|±",
-    re.IGNORECASE,
-)
-APPROX = re.compile(
-    r"\\approx|\\simeq|\\sim\b|\\(?:lesssim|gtrsim|approxeq|thickapprox|thicksim|cong|propto|asymp)\b|≈|≃|"
-    r"(?:^|\s)~\s*(?=[-+.\d])|\b(?:approximately|approx|about|around|roughly|nearly|almost|circa|estimated|near|"
-    r"nearest|close to|round(?:ed|ing)?|or so|give or take|ish)\b",
-    re.IGNORECASE,
-)
-BOUND = re.compile(
-    r"\\(?!left)(?:l[el]|g[egt]|less|gtr|lt|prec|succ|n(?:e|less|gtr|leq|geq))|[<>≤≥≠≪≫≲≳≺≻]|"
-    r"\b(?:at least|at most|less than|more than|greater than|fewer than|up to|over|under|below|above|beyond|"
-    r"exceed\w*|within|upwards)\b",
-    re.IGNORECASE,
-)
-NEGATION = re.compile(
-    r"\b(?:no|not|never|none|neither|except|excluding|without|wrong|incorrect|false|isn'?t|wasn'?t|aren'?t|"
-    r"cannot|can'?t|impossible|nope|oops|mistake)\b|\\(?:not|neg|lnot)(?![a-zA-Z])|¬",
-    re.IGNORECASE,
-)
-# Marks that join or separate several values, or hide text: an answer holding one the gold does not is refused
-SEPARATORS = re.compile(
-    r"\||\\\\|:=|;|\.\.\.|…|\\(?:cr|bmod|pmod|mod|equiv|cup|cap|setminus|therefore|because|dots|ldots|cdots|"
-    r"vdots|hspace|vspace|mid|vert|Vert|lvert|rvert|lVert|rVert|colon|hline|newline|par|phantom|hphantom|"
-    r"vphantom|color|textcolor|underbrace|overbrace|stackrel|overset|underset|substack)(?![a-zA-Z])"
-)
-# An arithmetic expression (for a numeric gold): numbers, operators, brackets, fractions and roots only
-ARITHMETIC = re.compile(r"(?:[\d\s.+\-*/^()\[\]{}!]|\\(?:[dt]?frac|sqrt|times|cdot|div)(?![a-zA-Z]))+")
-
-
-def multiple_candidates(pred: str) -> bool:
-    """True when the answer offers several values ("72 or 73", "73 \\to 72", one per line, "72 73")."""
-    if len(NUMBER.findall(pred)) < 2:
-        return False
-    if HEDGE_WORDS.search(pred) or RANGE_WORDS.search(pred):
-        return True
-    if sum(1 for ln in pred.splitlines() if ln.strip()) > 1:
-        return True
-    return bool(re.search(r"\d\s+[-+]?\d", pred))  # numbers side by side with no operator between
-
-
-def free_letter(s: str) -> bool:
-    r"""Whether ``s`` has a one-letter name (a variable such as ``x`` or ``i``) outside ``\commands``."""
-    i, n = 0, len(s)
-    while i < n:
-        c = s[i]
-        if c == "\\":
-            i += 1
-            while i < n and s[i].isalpha():
-                i += 1
-            continue
-        if c.isascii() and c.isalpha():
-            j = i
-            while j < n and s[j].isascii() and s[j].isalpha():
-                j += 1
-            if j - i == 1:
-                return True
-            i = j
-            continue
-        i += 1
-    return False
-
-
-def pathological(s: str) -> bool:
-    """Inputs math-verify/sympy could spend unbounded time on: long, deeply nested, power towers, huge powers."""
-    if len(s) > MAX_ANSWER_CHARS:
-        return True
-    depth = 0
-    stack: list[bool] = []  # per open brace: is it an exponent group?
-    in_exp = 0
-    prev = ""
-    for c in s:
-        if c in "{([":
-            is_exp = c == "{" and prev == "^"
-            if is_exp and in_exp:
-                return True  # nested exponent: a power tower
-            stack.append(is_exp)
-            in_exp += is_exp
-            depth += 1
-            if depth > MAX_NESTING:
-                return True
-        elif c in "})]":
-            if stack:
-                in_exp -= stack.pop()
-            depth = max(0, depth - 1)
-        if not c.isspace():
-            prev = c
-    big = str(MAX_EXPONENT_DIGITS + 1)
-    compact = "".join(s.split())  # no whitespace runs left for the patterns below to backtrack over
-    if re.search(r"\^[-+]?\d{" + big + ",}", compact):
-        return True  # a huge exponent (only the first digit binds without braces, so 10^100000 is 10^1 00000)
-    if re.search(r"\^\{[^{}]*\d{" + big + ",}", compact):
-        return True
-    if compact.count("^") > 2 and re.search(r"\^[^{}]*\^", compact):
-        return True  # chained exponents a^b^c^d
-    return bool(re.search(r"\d{4,}!|\\(?:binom|choose)", compact))  # large factorials / binomials

@@ -37,17 +37,14 @@ import re
 
 from ..answer_format import MAX_COMPLETION_CHARS, extract_answer
 from .math_answer import (
-    APPROX,
-    BOUND,
-    HEDGE_WORDS,
     MATH_NAMES,
     MAX_RAW_ANSWER_CHARS,
-    NEGATION,
     SINGLE_LETTER_UNITS,
     VALUE_WORDS,
     is_unit,
     top_level_boxes,
 )
+from .math_screens import APPROX, BOUND, HEDGE_WORDS, NEGATION
 
 Span = tuple[int, int, int]  # (command start, content start, closing brace)
 

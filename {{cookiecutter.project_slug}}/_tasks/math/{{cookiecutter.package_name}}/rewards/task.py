@@ -80,29 +80,31 @@ from typing import Any
 from ..answer_format import extract_answer
 from .common import column, completion_texts, register
 from .math_answer import (
+    MATH_NAMES,
+    MAX_BOXES,
+    MAX_RAW_ANSWER_CHARS,
+    NUMBER,
+    VALUE_WORDS,
+    as_number,
+    decimals,
+    gold_text,
+    is_unit,
+    last_boxed,
+    normalize,
+    several_boxes,
+)
+from .math_box import extract_prediction
+from .math_screens import (
     APPROX,
     ARITHMETIC,
     BOUND,
     HEDGE_WORDS,
-    MATH_NAMES,
-    MAX_BOXES,
-    MAX_RAW_ANSWER_CHARS,
     NEGATION,
-    NUMBER,
     SEPARATORS,
-    VALUE_WORDS,
-    as_number,
-    decimals,
     free_letter,
-    gold_text,
-    is_unit,
-    last_boxed,
     multiple_candidates,
-    normalize,
     pathological,
-    several_boxes,
 )
-from .math_box import extract_prediction
 from .timed_worker import TimedWorker
 
 VERIFY_TIMEOUT_S = 1.0
