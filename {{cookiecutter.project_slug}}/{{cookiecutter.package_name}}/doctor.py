@@ -80,7 +80,7 @@ def trl_vllm_range(requires: list[str]) -> tuple[str | None, str | None]:
 
 
 def check_gpus(config: dict[str, Any], machine: Machine) -> Check:
-    if memory._flag(config, "use_cpu", False):
+    if memory._flag(config, "use_cpu"):
         return Check("gpu", OK, "CPU config: no GPU needed")
     gpus = machine.gpus()
     if not gpus:
@@ -91,7 +91,7 @@ def check_gpus(config: dict[str, Any], machine: Machine) -> Check:
     names = ", ".join(sorted({gpu.name for gpu in gpus}))
     text = (f"{len(gpus)} x {names}, {first.total_gib:.0f} GiB each, bf16 {'yes' if first.bf16 else 'no'}, "
             f"driver {machine.driver() or '?'}, torch CUDA {machine.torch_cuda() or '?'}")
-    wants_bf16 = memory._flag(config, "bf16", False) or str(config.get("dtype")) in ("bfloat16", "bf16")
+    wants_bf16 = memory._flag(config, "bf16") or str(config.get("dtype")) in ("bfloat16", "bf16")
     if wants_bf16 and not first.bf16:
         return Check("gpu", BLOCK, text + f" (compute capability {first.capability[0]}.{first.capability[1]})",
                      "this GPU has no bf16: set bf16: false, fp16: true, dtype: float16 and use_vllm: false")
@@ -101,7 +101,7 @@ def check_gpus(config: dict[str, Any], machine: Machine) -> Check:
         if needed and _version_tuple(driver)[:2] < needed:
             return Check("gpu", BLOCK, text, f"torch's CUDA {cuda} needs NVIDIA driver >= {needed[0]}.{needed[1]:02d}: "
                                              "update the driver, or install a torch built for an older CUDA")
-    processes = max(1, int(config.get("num_processes") or 1))
+    processes = max(1, int(setting(config, "num_processes")))
     if processes > len(gpus):
         return Check("gpu", WARN, text + f"; the preset is sized for {processes} processes",
                      f"use {processes} GPUs, or pass --num_processes {len(gpus)} (fewer prompts per step)")
@@ -123,10 +123,10 @@ def check_versions(config: dict[str, Any], machine: Machine, pyproject: Path,
     else:
         checks.append(Check("versions", OK, f"{len(pins)} pinned packages installed at their pins"))
     needs = {}
-    if memory._flag(config, "use_vllm", False) and not memory._flag(config, "use_cpu", False):
+    if memory._flag(config, "use_vllm") and not memory._flag(config, "use_cpu"):
         needs["vllm"] = "use_vllm: true"
-    if "8bit" in str(config.get("optim") or "") or memory._flag(config, "load_in_4bit", False) \
-            or memory._flag(config, "load_in_8bit", False):
+    if "8bit" in str(setting(config, "optim")) or memory._flag(config, "load_in_4bit") \
+            or memory._flag(config, "load_in_8bit"):
         needs["bitsandbytes"] = "8-bit optimizer / quantized weights"
     if run.kind == "deepspeed":
         needs["deepspeed"] = "the DeepSpeed launch"
@@ -147,7 +147,7 @@ def check_versions(config: dict[str, Any], machine: Machine, pyproject: Path,
 
 
 def check_memory(config: dict[str, Any], machine: Machine, run: launches.Launch) -> list[Check]:
-    if memory._flag(config, "use_cpu", False):
+    if memory._flag(config, "use_cpu"):
         return [Check("memory", OK, "CPU config: no GPU memory check")]
     gpus = machine.gpus()
     if not gpus:
@@ -171,11 +171,11 @@ def check_memory(config: dict[str, Any], machine: Machine, run: launches.Launch)
                             "lower per_device_train_batch_size and raise gradient_accumulation_steps"))
     else:
         checks.append(Check("memory", OK, text))
-    if memory._flag(config, "use_vllm", False) and str(config.get("vllm_mode") or "colocate") == "colocate":
-        arch = resolve_arch(str(config.get("model_name_or_path") or ""))
-        fraction = float(config.get("vllm_gpu_memory_utilization") or 0.3)
-        tp = max(1, int(config.get("vllm_tensor_parallel_size") or 1))
-        budget = fraction * gpu.total_gib - vllm_weights_gib(arch, memory._flag(config, "load_in_4bit", False), tp) \
+    if memory._flag(config, "use_vllm") and str(setting(config, "vllm_mode")) == "colocate":
+        arch = resolve_arch(str(setting(config, "model_name_or_path") or ""))
+        fraction = float(setting(config, "vllm_gpu_memory_utilization"))
+        tp = max(1, int(setting(config, "vllm_tensor_parallel_size")))
+        budget = fraction * gpu.total_gib - vllm_weights_gib(arch, memory._flag(config, "load_in_4bit"), tp) \
             - VLLM_OVERHEAD_GIB
         need, tokens = vllm_one_request_gib(config)
         text = f"vLLM KV budget {budget:.2f} GiB ({fraction:g} x {gpu.total_gib:.0f} GiB - weights - ~1 GiB); one " \
@@ -221,25 +221,25 @@ def check_settings(path: str, machine: Machine) -> Check:
 
 def checkpoint_gib(config: dict[str, Any]) -> float:
     """One checkpoint on disk: trainable weights + optimizer state (+ the frozen base model for full fine-tunes)."""
-    arch = resolve_arch(str(config.get("model_name_or_path") or ""))
-    eight_bit = "8bit" in str(config.get("optim") or "")
+    arch = resolve_arch(str(setting(config, "model_name_or_path") or ""))
+    eight_bit = "8bit" in str(setting(config, "optim"))
     moments = 2 if eight_bit else 8
-    if memory._flag(config, "use_peft", False):
+    if memory._flag(config, "use_peft"):
         from .estimator import _targets
 
-        lora = arch.lora_params(int(config.get("lora_r") or 16), _targets(config.get("lora_target_modules")))
+        lora = arch.lora_params(int(setting(config, "lora_r")), _targets(config.get("lora_target_modules")))
         return lora * (4 + moments + 4) / GIB  # adapter + optimizer + a safety copy of the weights in the state
     weights = arch.params * (2 if str(config.get("dtype")) in ("bfloat16", "float16", "bf16") else 4)
     return (weights + arch.params * moments) / GIB
 
 
 def check_disk(config: dict[str, Any], machine: Machine, root: Path = ROOT) -> Check:
-    keep = int(config.get("save_total_limit") or 1)
+    keep = int(setting(config, "save_total_limit") or 1)  # unset keeps every checkpoint: at least one
     try:
         each = checkpoint_gib(config)
     except EstimateError:
         return Check("disk", WARN, "unknown model: checkpoint size not estimated", "check free disk space by hand")
-    output = Path(str(config.get("output_dir") or "outputs"))
+    output = Path(str(setting(config, "output_dir")))
     output = output if output.is_absolute() else root / output
     needed = each * (keep + 1)  # the kept checkpoints, the one being written, and the final save
     free = machine.disk_free_gib(output)
@@ -253,7 +253,7 @@ def check_disk(config: dict[str, Any], machine: Machine, root: Path = ROOT) -> C
 
 
 def check_tracker(config: dict[str, Any], machine: Machine) -> Check:
-    report_to = config.get("report_to") or "none"
+    report_to = setting(config, "report_to")
     trackers = [report_to] if isinstance(report_to, str) else list(report_to)
     trackers = [t for t in trackers if t not in ("none", "")]
     if not trackers:

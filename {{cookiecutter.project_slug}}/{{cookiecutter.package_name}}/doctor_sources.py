@@ -9,6 +9,7 @@ from typing import Any
 
 from .doctor_report import BLOCK, OK, Check
 from .machine import Machine
+from .settings import setting
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -28,7 +29,7 @@ def _local_columns(path: Path) -> list[str]:
 
 
 def check_dataset(config: dict[str, Any], machine: Machine, required: tuple[str, ...], root: Path = ROOT) -> Check:
-    name = str(config.get("dataset_name") or "")
+    name = str(setting(config, "dataset_name") or "")
     if name.startswith(("generate:", "curriculum:")):  # the task's own generator or smoke curriculum
         return Check("dataset", OK, f"{name}: generated locally")
     local = Path(name) if Path(name).is_absolute() else root / name
@@ -64,7 +65,7 @@ def check_model(config: dict[str, Any], machine: Machine, root: Path = ROOT) -> 
     """The model train.py will load: built locally, a local directory, in the hub cache, or on a reachable hub."""
     from .hub import looks_like_path
 
-    name = str(config.get("model_name_or_path") or "")
+    name = str(setting(config, "model_name_or_path") or "")
     if config.get("build_tiny_model"):
         return Check("model", OK, f"{name}: a tiny model built locally on first use")
     local = Path(name).expanduser()
