@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 
 TASKS_DIR = "_tasks"  # one folder per task, laid out like the project; names starting with "_" stay behind
+SPEC_FILES = ("task.toml", "task.md")  # a task folder's template settings (local_extensions.py): they stay behind
 SMOKE_TIMEOUT_S = 900  # grows with the step rate the training reports (run_step)
 STALL_S = 600.0  # a step that prints nothing for this long has hung
 PROGRESS_EVERY_S = 10.0  # without a terminal, one progress line this often
@@ -34,11 +35,12 @@ CPU_TORCH_INDEX = "https://download.pytorch.org/whl/cpu"  # the CPU build (PyPI'
 
 
 def task_files(task_dir: Path) -> list[Path]:
-    """The files a task folder puts into the project, relative to the folder (template-only "_" entries excluded)."""
+    """The files a task folder puts into the project, relative to the folder (template-only entries excluded: "_"
+    names and the spec files)."""
     return sorted(
-        path.relative_to(task_dir)
-        for path in task_dir.rglob("*")
-        if path.is_file() and not path.relative_to(task_dir).parts[0].startswith("_")
+        relative
+        for relative in (path.relative_to(task_dir) for path in task_dir.rglob("*") if path.is_file())
+        if not relative.parts[0].startswith("_") and str(relative) not in SPEC_FILES
     )
 
 

@@ -3,7 +3,6 @@ import json
 import sys
 from pathlib import Path
 
-import jinja2
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -14,16 +13,17 @@ OPTIONS = json.loads((ROOT / "cookiecutter.json").read_text())  # the questions,
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+import local_extensions  # noqa: E402 - importable once ROOT is on the path
+
 
 def task_names() -> list[str]:
     """The task choices; each has its folder _tasks/<task>/ in the template."""
     return list(OPTIONS["task"])
 
 
-def task_settings(task: str):
-    """The task's template settings (_tasks/<task>/_task.jinja): dataset, reward_mixes, readme_*, ..."""
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATE)), undefined=jinja2.StrictUndefined)
-    return env.get_template(f"_tasks/{task}/_task.jinja").module
+def task_settings(task: str) -> local_extensions.TaskSpec:
+    """The task's template settings (_tasks/<task>/task.toml and task.md): dataset, reward_mixes, readme_*, ..."""
+    return local_extensions.load_task_spec(TEMPLATE / "_tasks" / task)
 
 
 def load_hook(name: str):

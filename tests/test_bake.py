@@ -12,17 +12,20 @@ import yaml
 from conftest import OPTIONS, ROOT, TEMPLATE, load_hook, task_names, task_settings
 
 pre = load_hook("pre_gen_project")
+post = load_hook("post_gen_project")
 CHOICES = pre.choices(OPTIONS)
 PKG_DIR = "{{cookiecutter.package_name}}"
 SKIP = {"__pycache__", ".pytest_cache", ".ruff_cache"}
 
 
 def template_files(folder: Path) -> set[str]:
-    """Files under a template folder, with the package directory written "{pkg}"; "_" entries are template-only."""
+    """Files under a template folder, with the package directory written "{pkg}"; "_" entries and a task folder's
+    spec files (task.toml, task.md) are template-only."""
     return {
         str(path.relative_to(folder)).replace(PKG_DIR, "{pkg}")
         for path in folder.rglob("*")
         if path.is_file() and not SKIP & set(path.parts) and not path.relative_to(folder).parts[0].startswith("_")
+        and str(path.relative_to(folder)) not in post.SPEC_FILES
     }
 
 

@@ -1,6 +1,7 @@
 """The hooks as functions: every answer and combination rule of pre_gen, and post_gen's task promotion."""
 
 import importlib.util
+import shutil
 import subprocess
 import sys
 import time
@@ -8,6 +9,8 @@ from pathlib import Path
 
 import pytest
 from conftest import OPTIONS, ROOT, TEMPLATE, load_hook, task_names, task_settings
+
+import local_extensions
 
 pre = load_hook("pre_gen_project")
 post = load_hook("post_gen_project")
@@ -35,6 +38,95 @@ def test_every_task_choice_has_a_folder_and_every_folder_a_choice():
         assert (TEMPLATE / "_tasks" / task / "{{cookiecutter.package_name}}" / "task.py").is_file()
         assert (TEMPLATE / "_tasks" / task / "{{cookiecutter.package_name}}" / "rewards" / "task.py").is_file()
         assert (TEMPLATE / "_tasks" / task / "data" / "sample.jsonl").is_file()
+    assert post.SPEC_FILES == local_extensions.SPEC_FILES  # what the hook leaves behind is what the templates read
+
+
+def test_the_task_specs_give_the_templates_their_settings():
+    math, code = task_settings("math"), task_settings("code")
+    assert math.reward_mixes["correctness-first"] == [["correctness", 1.0], ["format", 0.05]]
+    assert code.readme_columns[2] == {"name": "entry_point", "type": "string", "required": False,
+                                      "meaning": "the name of the function to write"}
+    assert math.readme_files == [] and task_settings("json").dataset["dataset_config"] is None  # the defaults
+    assert len(math.readme_curriculum) == 3 and "\\boxed{}" in math.readme_correctness  # task.md, as written
+    assert code.readme_bounds is None and code.readme_audit_cases.startswith("the reference solution")
+    assert math.preset_settings("smoke") == ""
+    lines = code.preset_settings("smoke").splitlines()
+    assert lines[0].startswith("# Code sandbox") and lines[1:] == [
+        "sandbox_isolation: auto", "sandbox_timeout_s: 3.0", "sandbox_memory_mb: 512", ""]
+    assert "sandbox_isolation: required\n" in code.preset_settings("24gb")
+    assert [local_extensions.yaml_value(v) for v in (1e-05, 2.5e-4, 3.0, 512, True, "auto")] == [
+        "1.0e-05", "0.00025", "3.0", "512", "true", "auto"]
+
+
+def _spec_copy(folder: Path, task: str = "math") -> Path:
+    """A copy of a task's spec files, to break."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in local_extensions.SPEC_FILES:
+        shutil.copy(TEMPLATE / "_tasks" / task / name, folder / name)
+    return folder
+
+
+@pytest.mark.parametrize(
+    ("file", "old", "new", "message"),
+    [
+        ("task.toml", "smoke_max_steps = 120\n", "", "missing key 'smoke_max_steps'"),
+        ("task.toml", "smoke_max_steps = 120", "smoke_max_step = 120", "unknown key 'smoke_max_step' (keys: "),
+        ("task.toml", "smoke_max_steps = 120", 'smoke_max_steps = "120"', "'smoke_max_steps' must be an integer"),
+        ("task.toml", '"6.0e-4"', '"fast"', "'smoke_learning_rate' must be a number in a string"),
+        ("task.toml", '"6.0e-4"', "6.0e-4", "'smoke_learning_rate' must be a number in a string, e.g. \"8.0e-4\""),
+        ("task.toml", 'dataset_name = "openai/gsm8k"\n', "", "missing key 'dataset.dataset_name'"),
+        ("task.toml", "correctness-first = ", "correctness_first = ", "missing key 'reward_mixes.correctness-first'"),
+        ("task.toml", "format = 0.05", 'format = "0.05"', "'reward_mixes.correctness-first.format' must be a number"),
+        ("task.toml", 'type = "string"\n', "", "missing key 'readme_columns[0].type'"),
+        ("task.toml", "required = true", 'required = "yes"', "'readme_columns[0].required' must be true or false"),
+        ("task.toml", "[dataset]", "[preset_settings]\ncpu_only = { x = 1 }\n[dataset]",
+         "'preset_settings.cpu_only' is not one of comment, default, smoke, cpu-only,"),
+        ("task.toml", "[dataset]", "[dataset", "Expected ']' at the end of a table declaration (at line"),
+        ("task.md", "## data", "## Data", "unknown section '## Data' (sections: data, correctness, curriculum,"),
+        ("task.md", "## correctness", "correctness", "missing section '## correctness'"),
+        ("task.md", "- 4 of the 16", "4 of the 16", "section '## curriculum' holds only '- ' items, not '4 of the"),
+        ("task.md", "- 4 of the 16", "  4 of the 16", "section '## curriculum' needs 3 '- ' items (priming, GRPO"),
+    ],
+    ids=lambda v: v if isinstance(v, str) and len(v) < 25 and "\n" not in v else None,
+)
+def test_an_incomplete_task_spec_is_one_line_naming_the_file_and_the_key(tmp_path, file, old, new, message):
+    folder = _spec_copy(tmp_path / "math")
+    path = folder / file
+    assert old in path.read_text()
+    path.write_text(path.read_text().replace(old, new, 1))
+    with pytest.raises(local_extensions.TaskSpecError) as refused:
+        local_extensions.load_task_spec(folder)
+    assert str(refused.value).startswith(f"{path}: ") and message in str(refused.value), str(refused.value)
+    assert "\n" not in str(refused.value)
+
+
+def test_an_incomplete_task_spec_is_refused_before_anything_is_written(tmp_path, defaults):
+    """The refusal filter reads the chosen task's spec (after the answers, before any file), the template global
+    raises the exception a failed hook raises; both one line."""
+    from cookiecutter.exceptions import FailedHookException
+
+    template = tmp_path / "template"
+    skip = shutil.ignore_patterns(".git", "__pycache__", ".pytest_cache", ".ruff_cache", ".venv", "build")
+    shutil.copytree(ROOT, template, ignore=skip)
+    toml = template / "{{cookiecutter.project_slug}}" / "_tasks" / "json" / "task.toml"
+    toml.write_text(toml.read_text().replace("smoke_max_steps = 150\n", ""))
+    cookiecutter = Path(sys.executable).with_name("cookiecutter")
+    out = tmp_path / "out"
+    done = subprocess.run([str(cookiecutter), "--no-input", "-o", str(out), str(template), "task=json"],
+                          capture_output=True, text=True, timeout=120, check=False)
+    lines = (done.stdout + done.stderr).strip().splitlines()
+    assert done.returncode == 1
+    assert lines == ["error: {{cookiecutter.project_slug}}/_tasks/json/task.toml: missing key 'smoke_max_steps' "
+                     "(nothing was written)"], lines
+    assert not out.exists() or list(out.iterdir()) == []
+    (tmp_path / "broken").mkdir()
+    _spec_copy(tmp_path / "broken" / "math").joinpath("task.md").write_text("# nothing\n")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(local_extensions, "TASKS", tmp_path / "broken")
+        with pytest.raises(FailedHookException, match=r"^error: .*task.md: missing section '## data'$"):
+            local_extensions.task_spec("math")
+        with pytest.raises(FailedHookException, match=r"task.md: missing section '## data' \(nothing was written\)$"):
+            local_extensions.refuse_unsupported({**defaults, "task": "math"})
 
 
 @pytest.mark.parametrize(
@@ -81,7 +173,7 @@ def test_refusal_filter_raises_the_failed_hook_exception_with_one_line(defaults)
     with pytest.raises(FailedHookException) as refused:
         extensions.refuse_unsupported({**defaults, "backend": "unsloth", "gpu": "cpu-only"})
     assert str(refused.value).startswith("error: backend 'unsloth' needs a CUDA GPU") and "\n" not in str(refused.value)
-    assert OPTIONS["_extensions"] == ["local_extensions.Refusals"]
+    assert OPTIONS["_extensions"] == ["local_extensions.Refusals", "local_extensions.TaskSpecs"]
     assert "refuse_unsupported" in OPTIONS["__refusals"]
     assert list(OPTIONS).index("__refusals") > max(list(OPTIONS).index(key) for key in pre.choices(OPTIONS))
 
@@ -105,7 +197,8 @@ def test_main_prints_errors_and_exits_nonzero(defaults, capsys):
 
 def _task_tree(root: Path) -> None:
     for task in ("alpha", "beta"):
-        for relative in ("pkg/task.py", "pkg/rewards/task.py", "data/sample.jsonl", "_task.jinja"):
+        for relative in ("pkg/task.py", "pkg/rewards/task.py", "data/sample.jsonl", "task.toml", "task.md",
+                         "_notes.txt", "docs/task.md"):
             path = root / "_tasks" / task / relative
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(f"{task}:{relative}")
@@ -120,7 +213,9 @@ def test_promote_task_moves_the_chosen_folder_and_drops_the_rest(tmp_path):
     assert (tmp_path / "pkg" / "rewards" / "task.py").read_text() == "beta:pkg/rewards/task.py"
     assert (tmp_path / "pkg" / "rewards" / "common.py").read_text() == "common"
     assert (tmp_path / "data" / "sample.jsonl").read_text() == "beta:data/sample.jsonl"
-    assert not (tmp_path / "_tasks").exists() and not (tmp_path / "_task.jinja").exists()
+    assert (tmp_path / "docs" / "task.md").read_text() == "beta:docs/task.md"  # only the folder's own spec stays
+    assert not (tmp_path / "_tasks").exists()
+    assert not any((tmp_path / name).exists() for name in ("task.toml", "task.md", "_notes.txt"))
 
 
 def test_promote_task_refuses_to_overwrite_and_unknown_tasks(tmp_path):

@@ -100,27 +100,48 @@ def test_gold_scores_one_and_wrong_scores_zero():
     scores = rewards.REWARD_FUNCS["correctness"](completions=[good, bad, "junk"], answer=["desserts"] * 3)
     assert scores == [1.0, 0.0, 0.0]
 ''',
-    "_task.jinja": '''{%- set dataset = {
-    "dataset_name": "data/sample.jsonl", "dataset_config": none,
-    "dataset_train_split": "train", "dataset_test_split": "test",
-} -%}
-{%- set reward_mixes = {
-    "balanced": [["correctness", 1.0], ["format", 0.2], ["length", 0.1], ["repetition", 0.1]],
-    "correctness-first": [["correctness", 1.0], ["format", 0.05]],
-    "format-first": [["correctness", 1.0], ["format", 0.5], ["format_strict", 0.25]],
-} -%}
-{%- set dependencies = [] -%}
-{%- set smoke_max_completion_length = 32 -%}
-{%- set smoke_learning_rate = "8.0e-4" -%}
-{%- set smoke_max_steps = 30 -%}
-{%- set readme_curriculum = ["reverse three-letter words", "reverse other words", "words no other part uses"] -%}
-{%- set readme_data = "Default: the bundled sample of words to reverse." -%}
-{%- set readme_correctness = "the answer block holds the reversed word" -%}
-{%- set readme_files = [] -%}
-{%- set readme_rewards = [] -%}
-{%- set readme_columns = [["question", "string", "yes", "a word"], ["answer", "string", "yes", "it reversed"]] -%}
-{%- set readme_chat_prompt = '"Reverse: acb"' -%}  {#- a question of the curriculum's held-out test part -#}
-{% macro preset_settings(preset) %}{% endmacro %}
+    "task.toml": '''smoke_max_completion_length = 32
+smoke_learning_rate = "8.0e-4"
+smoke_max_steps = 30
+readme_chat_prompt = '"Reverse: acb"'  # a question of the curriculum's held-out test part
+
+[dataset]
+dataset_name = "data/sample.jsonl"
+dataset_train_split = "train"
+dataset_test_split = "test"
+
+[reward_mixes]
+balanced = { correctness = 1.0, format = 0.2, length = 0.1, repetition = 0.1 }
+correctness-first = { correctness = 1.0, format = 0.05 }
+format-first = { correctness = 1.0, format = 0.5, format_strict = 0.25 }
+
+[[readme_columns]]
+name = "question"
+type = "string"
+required = true
+meaning = "a word"
+
+[[readme_columns]]
+name = "answer"
+type = "string"
+required = true
+meaning = "it reversed"
+''',
+    "task.md": '''# The reverse task
+
+## data
+
+Default: the bundled sample of words to reverse.
+
+## correctness
+
+the answer block holds the reversed word
+
+## curriculum
+
+- reverse three-letter words
+- reverse other words
+- words no other part uses
 ''',
 }
 WORDS = ["stressed", "drawer", "parts", "lived", "diaper", "reward", "gateman", "sleets", "looter", "spoons",
@@ -157,7 +178,10 @@ def test_a_new_task_folder_bakes_and_its_project_tests_pass(tmp_path):
     root = out / "grpo-reasoner"
     assert (root / "grpo_reasoner" / "task.py").read_text() == FILES[f"{PKG}/task.py"]
     assert (root / "tests" / "test_rewards_reverse.py").is_file() and not (root / "_tasks").exists()
-    assert not (root / "_task.jinja").exists() and not (root / "grpo_reasoner" / "sandbox.py").exists()
+    assert not (root / "task.toml").exists() and not (root / "task.md").exists()
+    assert not (root / "grpo_reasoner" / "sandbox.py").exists()
+    readme = (root / "README.md").read_text()
+    assert "| `answer` | string | yes | it reversed |" in readme and "Default: the bundled sample" in readme
 
     # The new task's own tests and every shared test that is neither a training run nor task-agnostic (the real
     # tasks' bakes run those).
