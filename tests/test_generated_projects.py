@@ -54,9 +54,17 @@ def unsloth_python() -> str:
     pytest.skip(message)
 
 
+def own_tmp(root: Path) -> dict:
+    """The environment of a project's test run, with a temporary folder of its own: the sandbox tests count what a
+    job leaves in it, and the template's tests run two at a time."""
+    tmp = root.parent / f"{root.name}-tmp"
+    tmp.mkdir(exist_ok=True)
+    return {**os.environ, "TMPDIR": str(tmp)}
+
+
 def run_pytest(python: str, root: Path, *args: str) -> None:
     done = subprocess.run([python, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
-                          cwd=root, capture_output=True, text=True, timeout=1200, check=False)
+                          cwd=root, capture_output=True, text=True, timeout=1200, check=False, env=own_tmp(root))
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
     summary = done.stdout.strip().splitlines()[-1]
     assert " passed" in summary and "failed" not in summary and "skipped" not in summary, summary
@@ -95,7 +103,7 @@ def test_vllm_project_tests_pass_on_cpu(cookies):
     started = time.monotonic()
     done = subprocess.run([python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", "vllm", "tests"],
                           cwd=Path(result.project_path), capture_output=True, text=True, timeout=1200, check=False,
-                          env={**os.environ, "GRPO_REQUIRE_VLLM": "1"})
+                          env={**own_tmp(Path(result.project_path)), "GRPO_REQUIRE_VLLM": "1"})
     print(f"vLLM project tests: {time.monotonic() - started:.0f} s")
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
     summary = done.stdout.strip().splitlines()[-1]

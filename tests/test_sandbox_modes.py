@@ -44,9 +44,12 @@ def test_the_hostile_battery_passes_in_the_unsafe_mode(tmp_path):
         subprocess.run([str(venv / "bin" / "pip"), "install", "--quiet", pytest_pin()], check=True,
                        capture_output=True)
         subprocess.run(["chmod", "-R", "a+rX", str(base)], check=True)
+        (base / "tmp").mkdir(mode=0o1777)
+        (base / "tmp").chmod(0o1777)  # the suite counts what jobs leave here: its own, not the machine's /tmp
         done = subprocess.run([str(venv / "bin" / "python"), "-m", "pytest", "-v", "-p", "no:cacheprovider",
                                "tests/test_sandbox.py", "-k", "unsafe"],
-                              cwd=base / "grpo-reasoner", capture_output=True, text=True, timeout=1200, check=False)
+                              cwd=base / "grpo-reasoner", capture_output=True, text=True, timeout=1200, check=False,
+                              env={**os.environ, "TMPDIR": str(base / "tmp")})
         assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
         ran = re.findall(r"::(\w+)\[[^\]]*unsafe-rlimit-only[^\]]*\] PASSED", done.stdout)
         # every battery of the suite, in the unsafe mode (not the refusal test alone)

@@ -15,8 +15,10 @@ import sys
 from importlib.util import find_spec
 
 import pytest
+from _pkg import free_port
 
 os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
+os.environ.setdefault("MASTER_PORT", str(free_port()))  # TRL would take 29500 when it looks free: torchrun's default
 ENGINE_MARK = "vllm.LLM (CPU test setup) starts"  # printed by each engine built through install()'s patch
 
 

@@ -14,7 +14,7 @@ from types import SimpleNamespace
 
 import pytest
 import yaml
-from _pkg import mod
+from _pkg import free_port, mod
 from _smoke_run import ROOT
 
 difficulty = mod("difficulty")
@@ -306,7 +306,8 @@ def test_smoke_run_with_the_pool_logs_counts_and_resumes_after_a_kill(tmp_path):
 def test_two_processes_keep_one_pool(tmp_path):
     out, steps = tmp_path / "ddp", 4
     done = subprocess.run(
-        train_command(out, steps, steps, sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2")
+        train_command(out, steps, steps, sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
+                      "--master_port", str(free_port()))
         + ["--num_processes", "2", "--format_priming_steps", "0"],  # priming runs in one process (priming CLI)
         cwd=ROOT, capture_output=True, text=True, timeout=600, check=False,
     )

@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from _pkg import PKG
+from _pkg import PKG, free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 STEPS = 6
@@ -14,8 +14,8 @@ STEPS = 6
 
 def torchrun(out: Path) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "train.py",
-         "--config", "configs/smoke.yaml", "--output_dir", str(out), "--num_processes", "2",
+        [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", str(free_port()),
+         "train.py", "--config", "configs/smoke.yaml", "--output_dir", str(out), "--num_processes", "2",
          "--max_steps", str(STEPS), "--save_steps", str(STEPS)],
         cwd=ROOT, capture_output=True, text=True, timeout=600, check=False,
     )

@@ -3,12 +3,12 @@
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from _pkg import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIG = "configs/smoke.yaml"
@@ -34,12 +34,6 @@ class Health(BaseHTTPRequestHandler):
         pass
 HTTPServer(("127.0.0.1", int(sys.argv[sys.argv.index("--port") + 1])), Health).serve_forever()
 """
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def fake_bin(tmp_path: Path, vllm_body: str = "import time; time.sleep(60)") -> Path:

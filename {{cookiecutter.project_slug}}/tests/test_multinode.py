@@ -11,7 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from _pkg import mod
+from _pkg import free_port, mod
 
 doctor = mod("doctor")
 multinode = mod("multinode")
@@ -116,12 +116,6 @@ def test_real_probes_on_localhost(tmp_path):
     assert real.probe("no-such-host.invalid", port).startswith("unresolved")
     assert real.is_local("127.0.0.1") and real.is_local(real.hostname())
     assert real.fs_type(tmp_path) != ""
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.mark.slow
