@@ -4,10 +4,13 @@ Each behaviour is tested once where it does not depend on the task: the project'
 ``any_task`` marker: checkpoints, resume, merge, distributed, launch scripts, ...) run in one task's project, the
 post-generation hook's full smoke training in one bake; every task runs its own tests and its smoke training."""
 
+import contextlib
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -54,17 +57,22 @@ def unsloth_python() -> str:
     pytest.skip(message)
 
 
-def own_tmp(root: Path) -> dict:
-    """The environment of a project's test run, with a temporary folder of its own: the sandbox tests count what a
-    job leaves in it, and the template's tests run two at a time."""
-    tmp = root.parent / f"{root.name}-tmp"
-    tmp.mkdir(exist_ok=True)
-    return {**os.environ, "TMPDIR": str(tmp)}
+@contextlib.contextmanager
+def own_tmp(**extra: str):
+    """The environment of a project's test run, with a temporary folder of its own (the sandbox tests count what a
+    job leaves there; the template's tests run two at a time). A short path: vLLM's IPC sockets and the sandbox's
+    Unix sockets live under it, and a socket path has at most 107 characters."""
+    tmp = tempfile.mkdtemp(prefix="grpo-", dir="/tmp")
+    try:
+        yield {**os.environ, "TMPDIR": tmp, **extra}
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def run_pytest(python: str, root: Path, *args: str) -> None:
-    done = subprocess.run([python, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
-                          cwd=root, capture_output=True, text=True, timeout=1200, check=False, env=own_tmp(root))
+    with own_tmp() as env:
+        done = subprocess.run([python, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
+                              cwd=root, capture_output=True, text=True, timeout=1200, check=False, env=env)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
     summary = done.stdout.strip().splitlines()[-1]
     assert " passed" in summary and "failed" not in summary and "skipped" not in summary, summary
@@ -79,7 +87,8 @@ def test_unsloth_project_tests_pass_on_cpu(cookies):
     assert result.exit_code == 0, result.exception
     assert result.context["backend"] == "unsloth"
     root = Path(result.project_path)
-    assert "FastLanguageModel.from_pretrained" in (root / result.context["package_name"] / "model.py").read_text()
+    model_py = root / result.context["package_name"] / "training" / "model.py"
+    assert "FastLanguageModel.from_pretrained" in model_py.read_text()
     pins = tomllib.loads((root / "pyproject.toml").read_text())["project"]["dependencies"]
     probe = ("import importlib.metadata as m; "
              "print(' '.join(p + '==' + m.version(p) for p in ('trl', 'transformers', 'datasets')))")
@@ -101,9 +110,10 @@ def test_vllm_project_tests_pass_on_cpu(cookies):
     result = cookies.bake(extra_context={"task": "json", "gpu": "24gb", "smoke_test": "skip"})
     assert result.exit_code == 0, result.exception
     started = time.monotonic()
-    done = subprocess.run([python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", "vllm", "tests"],
-                          cwd=Path(result.project_path), capture_output=True, text=True, timeout=1200, check=False,
-                          env={**own_tmp(Path(result.project_path)), "GRPO_REQUIRE_VLLM": "1"})
+    with own_tmp(GRPO_REQUIRE_VLLM="1") as env:
+        done = subprocess.run([python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", "vllm", "tests"],
+                              cwd=Path(result.project_path), capture_output=True, text=True, timeout=1200,
+                              check=False, env=env)
     print(f"vLLM project tests: {time.monotonic() - started:.0f} s")
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
     summary = done.stdout.strip().splitlines()[-1]
