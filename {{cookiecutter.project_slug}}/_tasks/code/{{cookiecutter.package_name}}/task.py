@@ -47,11 +47,10 @@ class TaskArguments:
         if str(self.sandbox_isolation) not in sandbox.ISOLATION_MODES:
             raise ValueError(f"sandbox_isolation: {self.sandbox_isolation!r} is not one of "
                              f"{', '.join(sandbox.ISOLATION_MODES)} (auto needs bubblewrap: {sandbox.INSTALL_HINT})")
-        if not self.sandbox_timeout_s > 0:
-            raise ValueError(f"sandbox_timeout_s: {self.sandbox_timeout_s} must be a positive number of seconds "
-                             "(e.g. sandbox_timeout_s: 3)")
-        if self.sandbox_memory_mb < 32:
-            raise ValueError(f"sandbox_memory_mb: {self.sandbox_memory_mb} must be at least 32 (e.g. 512)")
+        problems = sandbox.bound_problems({"timeout_s": self.sandbox_timeout_s, "memory_mb": self.sandbox_memory_mb},
+                                          prefix="sandbox_")  # the sandbox's own bounds (sandbox/types.py)
+        if problems:
+            raise ValueError(problems[0])
 
 
 ERRORS: tuple[type[BaseException], ...] = (sandbox.SandboxUnavailable,)  # end a run with one line

@@ -65,6 +65,7 @@ from __future__ import annotations
 from .harness import RemoteError
 from .pool import Sandbox
 from .types import (
+    BOUNDS,
     INSTALL_HINT,
     ISOLATION_MODES,
     SAFE,
@@ -74,7 +75,8 @@ from .types import (
     SandboxConfig,
     SandboxUnavailable,
     TestResult,
+    bound_problems,
 )
 
-__all__ = ["INSTALL_HINT", "ISOLATION_MODES", "SAFE", "UNSAFE", "Job", "RemoteError", "Result", "Sandbox",
-           "SandboxConfig", "SandboxUnavailable", "TestResult"]  # fmt: skip
+__all__ = ["BOUNDS", "INSTALL_HINT", "ISOLATION_MODES", "SAFE", "UNSAFE", "Job", "RemoteError", "Result", "Sandbox",
+           "SandboxConfig", "SandboxUnavailable", "TestResult", "bound_problems"]  # fmt: skip

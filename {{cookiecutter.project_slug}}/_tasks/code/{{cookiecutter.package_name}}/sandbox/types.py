@@ -13,6 +13,22 @@ ISOLATION_MODES = tuple(_ALIASES)  # what sandbox_isolation accepts
 INSTALL_HINT = "apt-get install bubblewrap"
 
 
+# The bounds of the sandbox's settings, one table: SandboxConfig checks them, and so does a config's sandbox_* settings
+# (task.TaskArguments) while it is parsed. setting: (test of the value, what the value must be)
+BOUNDS = {
+    "timeout_s": (lambda value: value > 0, "must be a positive number of seconds (e.g. 3)"),
+    "memory_mb": (lambda value: value >= 32, "must be at least 32 (e.g. 512)"),
+    "workers": (lambda value: value >= 0, "must be 0 (one per available core) or more"),
+    "max_procs": (lambda value: value >= 1, "must be at least 1"),
+}
+
+
+def bound_problems(values: dict[str, Any], prefix: str = "") -> list[str]:
+    """One line per value outside its bound, starting with the setting's name (``prefix`` + the key)."""
+    return [f"{prefix}{key}: {values[key]!r} {wanted}" for key, (test, wanted) in BOUNDS.items()
+            if key in values and not test(values[key])]
+
+
 class SandboxUnavailable(RuntimeError):
     """Bubblewrap is missing or cannot start, and the unsafe mode was not chosen explicitly."""
 
@@ -37,8 +53,9 @@ class SandboxConfig:
             raise ValueError(f"sandbox isolation must be 'bwrap' (or 'auto'/'required') or '{UNSAFE}', "
                              f"not {self.isolation!r}")  # fmt: skip
         object.__setattr__(self, "isolation", mode)
-        if self.timeout_s <= 0 or self.memory_mb < 32 or self.workers < 0 or self.max_procs < 1:
-            raise ValueError("sandbox needs timeout_s > 0, memory_mb >= 32, workers >= 0 and max_procs >= 1")
+        problems = bound_problems({key: getattr(self, key) for key in BOUNDS})
+        if problems:
+            raise ValueError(f"sandbox {problems[0]}")
 
     @classmethod
     def from_settings(cls, settings: dict[str, Any]) -> SandboxConfig:
