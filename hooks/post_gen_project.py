@@ -170,7 +170,7 @@ def smoke(root: Path, context: dict) -> bool:
             f"{command}"
         )
         return True
-    # of train.py's output, only its health verdict and the rise of correctness it rests on (health.py)
+    # of train.py's output, only its health verdict and the rise of correctness it rests on (training/health.py)
     return run_step("smoke training", [python, "train.py", "--config", "configs/smoke.yaml"], root, SMOKE_TIMEOUT_S,
                     show=("health:", *PROGRESS_PREFIXES))
 

@@ -44,7 +44,7 @@ def offenders(task: str) -> tuple[list[str], list[str]]:
 
 def test_the_package_has_the_task_files():
     files = package_files("code")
-    assert "estimator.py" in files and "sandbox/worker.py" in files
+    assert "preflight/estimator.py" in files and "sandbox/worker.py" in files
     assert "rewards/math_answer.py" in package_files("math") and "rewards/task.py" in package_files("json")
 
 

@@ -5,7 +5,7 @@
     python eval.py --config configs/24gb.yaml --model BASE --adapter outputs/24gb --num_samples 8 --pass_k 1 8
     python eval.py --compare eval_reports/before/report.json eval_reports/after/report.json
 
-Writes report.json, report.md and samples.jsonl; see ``<package>/evaluate.py`` for the metrics.
+Writes report.json, report.md and samples.jsonl; see ``<package>/evaluation/`` for the metrics.
 """
 
 import importlib
@@ -14,4 +14,4 @@ import sys
 PACKAGE = "{{ cookiecutter.package_name }}"
 
 if __name__ == "__main__":
-    sys.exit(importlib.import_module(f"{PACKAGE}.evaluate").main(sys.argv[1:]))
+    sys.exit(importlib.import_module(f"{PACKAGE}.evaluation.evaluate").main(sys.argv[1:]))

@@ -1,4 +1,5 @@
-"""GRPO training with TRL's GRPOTrainer; the recipe is ``<package>/train.py``, the settings ``<package>/config.py``.
+"""GRPO training with TRL's GRPOTrainer; the recipe is ``<package>/training/train.py``, the settings
+``<package>/config.py``.
 
     python train.py                                   # the project's default GPU preset
     python train.py --config configs/24gb.yaml        # another GPU preset
@@ -16,5 +17,5 @@ import sys
 PACKAGE = "{{ cookiecutter.package_name }}"
 
 if __name__ == "__main__":
-    importlib.import_module(f"{PACKAGE}.backend").preload(sys.argv[1:])  # Unsloth must load before trl
-    importlib.import_module(f"{PACKAGE}.train").cli(sys.argv[1:])
+    importlib.import_module(f"{PACKAGE}.training.backend").preload(sys.argv[1:])  # Unsloth must load before trl
+    importlib.import_module(f"{PACKAGE}.training.train").cli(sys.argv[1:])

@@ -17,9 +17,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-PACKAGE = next(path.parent.name for path in ROOT.glob("*/estimator.py"))
-estimator = importlib.import_module(f"{PACKAGE}.estimator")
-archs = importlib.import_module(f"{PACKAGE}.archs")
+PACKAGE = next(path.parents[1].name for path in ROOT.glob("*/preflight/estimator.py"))
+estimator = importlib.import_module(f"{PACKAGE}.preflight.estimator")
+archs = importlib.import_module(f"{PACKAGE}.preflight.archs")
 SHAPES = [("qwen2", 128, 320, 4, 2, 32), ("qwen2", 256, 640, 8, 2, 32), ("qwen3", 128, 320, 4, 2, 32),
           ("llama", 256, 448, 8, 4, 32)]
 

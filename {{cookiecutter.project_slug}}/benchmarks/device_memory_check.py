@@ -36,8 +36,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-PACKAGE = next(path.parent.name for path in ROOT.glob("*/estimator.py"))
-memory = importlib.import_module(f"{PACKAGE}.memory")
+PACKAGE = next(path.parents[1].name for path in ROOT.glob("*/preflight/estimator.py"))
+memory = importlib.import_module(f"{PACKAGE}.preflight.memory")
 GIB = 2**30
 TINY = {"num_hidden_layers": 2, "hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4,
         "num_key_value_heads": 2, "head_dim": 16, "vocab_size": 512}
@@ -122,7 +122,7 @@ def run_one(path: Path, tiny: bool = False) -> dict:
     def length_reward(completions, **_) -> list[float]:
         return [float(len(c)) / 1000 for c in completions]
 
-    importlib.import_module(f"{PACKAGE}.logprobs_fallback").install()  # only where TRL's kernel needs Triton
+    importlib.import_module(f"{PACKAGE}.training.logprobs_fallback").install()  # only where TRL's kernel needs Triton
     trainer = GRPOTrainer(model=model, reward_funcs=[length_reward], args=args,
                           train_dataset=Dataset.from_list(rows), processing_class=tokenizer, peft_config=peft_config)
     if cuda:

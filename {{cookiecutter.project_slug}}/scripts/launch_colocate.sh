@@ -11,6 +11,6 @@ source "$(dirname "$0")/_gpus.sh"
 visible_gpu_ids
 N=$GPU_COUNT
 # vLLM's share of each GPU must hold its own copy of the weights and one full-length request, else it never starts.
-"${PYTHON:-python}" -m {{ cookiecutter.package_name }}.memory --config "$CONFIG" --colocate || exit 1
+"${PYTHON:-python}" -m {{ cookiecutter.package_name }}.preflight.memory --config "$CONFIG" --colocate || exit 1
 CUDA_VISIBLE_DEVICES=$(IFS=,; echo "${GPU_IDS[*]}") exec accelerate launch --config_file "$ACCEL" --num_processes "$N" \
   train.py --config "$CONFIG" --num_processes "$N" --use_vllm true --vllm_mode colocate "$@"

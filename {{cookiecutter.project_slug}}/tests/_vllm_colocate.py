@@ -48,7 +48,7 @@ def main(result: str, initial: str, argv: list[str]) -> None:
         return train(self, *args, **kwargs)
 
     trl.GRPOTrainer.train = recording_train
-    mod("train").cli(argv)
+    mod("training.train").cli(argv)
     trainer = trainers[0]
     generation = trainer.vllm_generation
     generation.sync_weights()  # the final sync: vLLM held the weights from before the last optimizer step

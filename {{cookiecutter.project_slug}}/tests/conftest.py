@@ -42,10 +42,11 @@ def run_cli(monkeypatch, tmp_path, capsys):
     the tiny model, priming or the model (``stage="data"``), and return that line."""
     from _pkg import mod
 
-    train = mod("train")
+    train = mod("training.train")
 
     def run(settings=None, text=None, rows=None, raw=None, suffix=".jsonl", argv=(), stage="config", config=None):
-        for module, name in ((mod("tiny"), "build_tiny_model"), (mod("priming"), "prime"), (mod("model"), "load")):
+        for module, name in ((mod("training.tiny"), "build_tiny_model"), (mod("training.priming"), "prime"),
+                             (mod("training.model"), "load")):
             monkeypatch.setattr(module, name, refuse(f"{module.__name__}.{name}"))
         if stage == "config":
             monkeypatch.setattr(mod("data"), "load_splits", refuse("data loading"))

@@ -17,7 +17,7 @@ chat = mod("chat")
 download = mod("download")
 data = mod("data")
 task = mod("task")
-eval_settings = mod("eval_settings")
+eval_settings = mod("evaluation.options")
 
 PROMPT = "What is 2+3?"
 SHORT = ["--config", "configs/smoke.yaml", "--max_completion_length", "12", "--num_samples", "1"]  # greedy, short
@@ -290,7 +290,7 @@ def test_download_failures_say_typo_or_no_network_in_one_line(tmp_path, monkeypa
 
 def test_every_launcher_runs_a_package_module_with_main():
     for launcher in sorted(ROOT.glob("*.py")):
-        calls = re.findall(r'import_module\(f"\{PACKAGE\}\.(\w+)"\)\.(\w+)\(', launcher.read_text())
+        calls = re.findall(r'import_module\(f"\{PACKAGE\}\.([\w.]+)"\)\.(\w+)\(', launcher.read_text())
         assert calls and all(callable(getattr(mod(name), function)) for name, function in calls), launcher.name
     assert {"train.py", "eval.py", "merge.py", "chat.py"} <= {p.name for p in ROOT.glob("*.py")}
     for module in (merge, chat, download):

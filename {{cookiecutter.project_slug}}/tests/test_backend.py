@@ -3,7 +3,7 @@
 import pytest
 from _pkg import mod
 
-backend = mod("backend")
+backend = mod("training.backend")
 config = mod("config")
 
 

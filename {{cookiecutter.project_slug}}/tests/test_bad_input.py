@@ -17,7 +17,7 @@ import yaml
 from _pkg import mod
 from conftest import sample_rows, smoke_settings
 
-train, data, task, contract, hub = mod("train"), mod("data"), mod("task"), mod("contract"), mod("hub")
+train, data, task, contract, hub = mod("training.train"), mod("data"), mod("task"), mod("contract"), mod("hub")
 ROOT = Path(__file__).resolve().parent.parent
 SMOKE, SAMPLE = smoke_settings(), sample_rows()
 
@@ -122,7 +122,7 @@ def test_every_sample_row_meets_the_contract_and_every_kind_is_known():
 @pytest.mark.slow
 def test_a_too_long_question_is_left_out_of_priming(tmp_path):
     """One 1 MB question would size every padded priming batch (40 GB); priming drops it as GRPO does."""
-    priming, tiny = mod("priming"), mod("tiny")
+    priming, tiny = mod("training.priming"), mod("training.tiny")
     rows = [dict(row) for row in SAMPLE]
     text_column = next(name for name, column in task.COLUMNS.items() if column.kind == contract.TEXT)
     rows[0][text_column] = "word " * 200_000
@@ -175,10 +175,10 @@ def test_hub_ids_and_paths_are_told_apart(tmp_path):
 
 
 @pytest.mark.parametrize(("script", "argv"), [
-    ("evaluate", ["--config", "configs/smoke.yaml", "--max_row", "2"]),
+    ("evaluation.evaluate", ["--config", "configs/smoke.yaml", "--max_row", "2"]),
     ("filtering", ["--config", "configs/smoke.yaml", "--max_prompt", "2"]),
-    ("doctor", ["--config", "configs/smoke.yaml", "--accelerate-conf", "x.yaml"]),
-    ("priming", ["--config", "configs/smoke.yaml", "--forc"]),
+    ("preflight.doctor", ["--config", "configs/smoke.yaml", "--accelerate-conf", "x.yaml"]),
+    ("training.priming", ["--config", "configs/smoke.yaml", "--forc"]),
 ])
 def test_no_script_accepts_an_abbreviated_option(script, argv, capsys):
     with pytest.raises(SystemExit) as exit:

@@ -16,7 +16,7 @@ import pytest
 from _pkg import mod
 from _smoke_run import ROOT, STEPS, smoke_run
 
-checkpoints = mod("checkpoints")
+checkpoints = mod("training.checkpoints")
 # Trainer._save_checkpoint writes these after the model's own files, trainer_state.json last.
 RESUME_FILES = ["optimizer.pt", "scheduler.pt", "rng_state.pth", "trainer_state.json"]
 NEEDED = ["model.safetensors", *RESUME_FILES]  # a checkpoint without any one of them cannot be resumed
@@ -157,9 +157,9 @@ def test_runs_started_together_build_the_tiny_model_once(tmp_path):
     # waits for it (they raced on one temporary folder, and one of them died).
     from _pkg import PKG
 
-    tiny = mod("tiny")
+    tiny = mod("training.tiny")
     out = tmp_path / "tiny-model"
-    code = (f"import sys, torch, transformers; from {PKG} import tiny; print('ready', flush=True); "
+    code = (f"import sys, torch, transformers; from {PKG}.training import tiny; print('ready', flush=True); "
             f"tiny.build_tiny_model({str(out)!r}, 'curriculum:50'); print('built')")
     with tiny.build_lock(out):  # held here until both builders have reached it
         builders = [subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, stdout=subprocess.PIPE,

@@ -35,13 +35,13 @@ def test_vllm_context_is_prompt_plus_completion(path):
 
 @pytest.mark.parametrize("path", PRESETS, ids=lambda p: p.stem)
 def test_stated_estimate_is_the_estimators(path):
-    memory = mod("memory")
+    memory = mod("preflight.memory")
     stated = ESTIMATE.search(path.read_text())
     assert stated, f"{path.name} states no estimated peak"
     config = memory.load_config(path)
     try:
         # a multi-process preset is launched under DeepSpeed ZeRO-3 (its comment and launch line say so)
-        launch = mod("launch").from_accelerate_config(ROOT / "configs" / "accelerate" / "zero3.yaml") if int(
+        launch = mod("preflight.launch").from_accelerate_config(ROOT / "configs" / "accelerate" / "zero3.yaml") if int(
             config.get("num_processes", 1)) > 1 else None
         est = memory.estimate(config, memory.gpu_gb_from_preset(path), launch=launch)
     except memory.EstimateError:
@@ -108,7 +108,7 @@ def test_accelerate_configs_load(name):
 
 def test_the_8gb_preset_leaves_a_sixth_of_a_desktop_card_free():
     """Desktop 8 GB cards leave ~7.3-7.6 GiB to a process (the display and the driver take the rest)."""
-    memory = mod("memory")
+    memory = mod("preflight.memory")
     config = memory.load_config(ROOT / "configs" / "8gb.yaml")
     if config.get("model_name_or_path") not in memory.KNOWN_MODELS:
         pytest.skip("the preset's model was replaced at generation")

@@ -17,7 +17,7 @@ import yaml
 from _pkg import free_port, mod
 from _smoke_run import ROOT
 
-difficulty = mod("difficulty")
+difficulty = mod("training.difficulty")
 task = mod("task")
 
 RIGHT, WRONG, MIXED = [1.0] * 4, [0.0] * 4, [1.0, 0.0, 0.0, 1.0]

@@ -28,7 +28,7 @@ def test_two_cpu_processes_finish_the_same_steps(tmp_path):
     refused = torchrun(out)
     assert refused.returncode != 0 and "format priming cannot run under 2 processes" in refused.stderr
     primed = subprocess.run(
-        [sys.executable, "-m", f"{PKG}.priming", "--config", "configs/smoke.yaml", "--output_dir", str(out),
+        [sys.executable, "-m", f"{PKG}.training.priming", "--config", "configs/smoke.yaml", "--output_dir", str(out),
          "--steps", "5"],  # a short priming: here only that it exists matters
         cwd=ROOT, capture_output=True, text=True, timeout=600, check=False,
     )

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from _pkg import PKG, mod
 
-doctor = mod("doctor")
-machine_mod = mod("machine")
-memory = mod("memory")
+doctor = mod("preflight.doctor")
+machine_mod = mod("preflight.machine")
+memory = mod("preflight.memory")
 ROOT = Path(__file__).resolve().parent.parent
 GPU_PRESETS = {p.stem: p for p in (ROOT / "configs").glob("*.yaml") if memory.gpu_gb_from_preset(p) is not None}
 PINS = doctor.pinned(ROOT / "pyproject.toml")
@@ -75,10 +75,11 @@ def test_missing_pinned_package_and_vllm_outside_trls_range_are_blockers(tmp_pat
     missing = dict(versions)
     missing.pop("trl")
     checks = doctor.check_versions(preset("24gb"), healthy(tmp_path, version=missing.get), ROOT / "pyproject.toml",
-                                   mod("launch").Launch())
+                                   mod("preflight.launch").Launch())
     assert checks[0].status == doctor.BLOCK and "trl" in checks[0].message
+    launch = mod("preflight.launch").Launch()
     vllm = [c for c in doctor.check_versions(preset("24gb"), healthy(tmp_path, version=versions.get),
-                                             ROOT / "pyproject.toml", mod("launch").Launch()) if c.name == "vllm"]
+                                             ROOT / "pyproject.toml", launch) if c.name == "vllm"]
     assert vllm[0].status == doctor.BLOCK and "0.22.0..0.31.0" in vllm[0].message
 
 
@@ -89,7 +90,7 @@ def test_trl_vllm_range_is_read_from_metadata():
 def test_missing_bitsandbytes_for_an_8bit_optimizer_is_a_blocker(tmp_path):
     versions = {**PINS, "vllm": "0.30.0"}
     checks = doctor.check_versions(preset("8gb"), healthy(tmp_path, version=versions.get), ROOT / "pyproject.toml",
-                                   mod("launch").Launch())
+                                   mod("preflight.launch").Launch())
     assert any(c.name == "bitsandbytes" and c.status == doctor.BLOCK for c in checks)
 
 
@@ -202,7 +203,7 @@ def test_exit_status_follows_blockers(tmp_path, capsys):
 
 
 def test_real_cpu_run_on_the_smoke_config():
-    done = subprocess.run([sys.executable, "-m", f"{PKG}.doctor", "--config", "configs/smoke.yaml"], cwd=ROOT,
+    done = subprocess.run([sys.executable, "-m", f"{PKG}.preflight.doctor", "--config", "configs/smoke.yaml"], cwd=ROOT,
                           capture_output=True, text=True, timeout=120)
     lines = done.stdout.strip().splitlines()
     assert lines[0] == "doctor: configs/smoke.yaml", done.stdout + done.stderr
@@ -216,5 +217,5 @@ def test_real_cpu_run_on_the_smoke_config():
 def test_local_version_labels_match_their_pin(tmp_path):
     versions = {**PINS, "torch": PINS.get("torch", "2.13.0") + "+cu128"}
     checks = doctor.check_versions({"use_cpu": True}, healthy(tmp_path, version=versions.get),
-                                   ROOT / "pyproject.toml", mod("launch").Launch())
+                                   ROOT / "pyproject.toml", mod("preflight.launch").Launch())
     assert checks[0].status == doctor.OK, checks[0].line()

@@ -10,7 +10,7 @@ import pytest
 from _pkg import mod
 from _smoke_run import ROOT, STEPS, run_script, smoke_run
 
-evaluate = mod("evaluate")
+evaluate = mod("evaluation.evaluate")
 rewards = mod("rewards")
 
 RATES = ["accuracy", "pass@1", "pass@2", "format_compliance", "truncation_rate"]

@@ -14,7 +14,7 @@ from _smoke_run import ROOT, run_script
 
 filtering = mod("filtering")
 data = mod("data")
-evaluate = mod("evaluate")
+evaluate = mod("evaluation.evaluate")
 rewards = mod("rewards")
 
 

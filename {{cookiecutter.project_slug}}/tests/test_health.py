@@ -9,7 +9,7 @@ import pytest
 from _pkg import mod
 from _smoke_run import smoke_run
 
-health = mod("health")
+health = mod("training.health")
 CONFIG = health.HealthConfig()
 
 

@@ -6,9 +6,9 @@ from types import SimpleNamespace
 
 import pytest
 import yaml
-from _pkg import mod
+from _pkg import PKG, mod
 
-distributed = mod("distributed")
+distributed = mod("training.distributed")
 ROOT = Path(__file__).resolve().parent.parent
 
 DDP = {"WORLD_SIZE": "8", "LOCAL_RANK": "3", "ACCELERATE_MIXED_PRECISION": "bf16"}
@@ -75,7 +75,7 @@ def test_priming_under_several_processes_or_zero3_is_refused(tmp_path, environ, 
     with pytest.raises(ValueError, match=f"format priming cannot run under .*{why}") as error:
         distributed.check_launch(*args(tmp_path, **fp32), environ)
     message = str(error.value)
-    assert f"python -m {distributed.__package__}.priming --config" in message
+    assert f"python -m {PKG}.training.priming --config" in message
     assert str(tmp_path / "run" / "format-primed") in message and "\n" not in message
 
 

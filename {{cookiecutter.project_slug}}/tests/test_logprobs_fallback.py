@@ -4,7 +4,7 @@ import pytest
 import torch
 from _pkg import mod
 
-fallback = mod("logprobs_fallback")
+fallback = mod("training.logprobs_fallback")
 OUTPUTS = ("log_probs", "entropy", "log_sum_sq_probs", "mean_logits", "is_top1")
 
 

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from _pkg import PKG, mod
 
-memory = mod("memory")
-launch = mod("launch")
+memory = mod("preflight.memory")
+launch = mod("preflight.launch")
 ROOT = Path(__file__).resolve().parent.parent
 GPU_PRESETS = [p for p in sorted((ROOT / "configs").glob("*.yaml")) if memory.gpu_gb_from_preset(p) is not None]
 GIB, GB = 2**30, 1e9
@@ -283,8 +283,8 @@ def test_unknown_model_is_one_clear_line():
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", f"{PKG}.memory", *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=60)
+    return subprocess.run([sys.executable, "-m", f"{PKG}.preflight.memory", *args], cwd=ROOT, capture_output=True,
+                          text=True, timeout=60)
 
 
 def test_cli_prints_parts_and_verdict():
@@ -400,7 +400,7 @@ def test_unreadable_accelerate_config_is_one_line(tmp_path):
 
 def test_recompute_working_set_counts_lora_dropout_and_batch():
     arch = memory.resolve_arch("Qwen/Qwen3-8B")
-    estimator = mod("estimator")
+    estimator = mod("preflight.estimator")
     targets = list(memory.LINEAR_LAYERS)
     with_dropout = estimator.recompute_working_set(arch, 8 * 2560, 2, targets, 0.05, 64)
     without = estimator.recompute_working_set(arch, 8 * 2560, 2, targets, 0.0, 64)

@@ -9,7 +9,7 @@ import torch
 from _pkg import mod
 from trl import ModelConfig
 
-model = mod("model")
+model = mod("training.model")
 LAUNCH_VARS = ("WORLD_SIZE", "LOCAL_RANK", "ACCELERATE_USE_DEEPSPEED", "ACCELERATE_DEEPSPEED_ZERO_STAGE",
                "ACCELERATE_USE_FSDP", "ACCELERATE_MIXED_PRECISION")
 

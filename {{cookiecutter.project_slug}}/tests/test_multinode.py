@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from _pkg import free_port, mod
 
-doctor = mod("doctor")
-multinode = mod("multinode")
-machine_mod = mod("machine")
+doctor = mod("preflight.doctor")
+multinode = mod("preflight.multinode")
+machine_mod = mod("preflight.machine")
 ROOT = Path(__file__).resolve().parent.parent
 SMOKE = {"output_dir": "outputs/smoke", "use_cpu": True}
 

@@ -8,11 +8,11 @@ from pathlib import Path
 from _pkg import PKG, mod
 
 ROOT = Path(__file__).resolve().parent.parent
-priming = mod("priming")
+priming = mod("training.priming")
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", f"{PKG}.priming", *args], cwd=ROOT, capture_output=True,
+    return subprocess.run([sys.executable, "-m", f"{PKG}.training.priming", *args], cwd=ROOT, capture_output=True,
                           text=True, timeout=600, check=False)
 
 
@@ -52,7 +52,7 @@ def test_dtype_follows_the_config():
 
 
 def test_priming_stops_at_its_target_loss_and_warns_at_its_cap(tmp_path):
-    tiny = mod("tiny")
+    tiny = mod("training.tiny")
     model_dir = tiny.build_tiny_model(tmp_path / "tiny", "curriculum:50")
     rows = mod("data").priming_rows("curriculum:50", None, limit=50)
     logged: list[str] = []
@@ -84,7 +84,7 @@ def test_the_cli_primes_on_the_curriculums_priming_rows(tmp_path, monkeypatch):
 def test_priming_turns_activation_checkpointing_on(tmp_path):
     import torch
 
-    model_dir = mod("tiny").build_tiny_model(tmp_path / "tiny", "curriculum:50")
+    model_dir = mod("training.tiny").build_tiny_model(tmp_path / "tiny", "curriculum:50")
     _, model, _ = priming.load_for_priming(model_dir, torch.float32, torch.device("cpu"), None, True, None, False)
     on = getattr(model, "is_activation_checkpointing", None)  # transformers >= 5.2x; the old name before
     assert (model.is_gradient_checkpointing if on is None else on)
@@ -96,7 +96,7 @@ def test_priming_a_lora_preset_trains_only_the_adapter(tmp_path, monkeypatch):
     import torch
     from transformers import AutoModelForCausalLM
 
-    model_dir = mod("tiny").build_tiny_model(tmp_path / "tiny", "curriculum:50")
+    model_dir = mod("training.tiny").build_tiny_model(tmp_path / "tiny", "curriculum:50")
     before = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32).state_dict()
     seen = []
     wrap = peft.get_peft_model
@@ -112,8 +112,8 @@ def test_priming_a_lora_preset_trains_only_the_adapter(tmp_path, monkeypatch):
     assert all(torch.equal(base[name], before[name]) for name in before)  # bit-identical base weights
     assert any(param.abs().sum() > 0 for name, param in trained.named_parameters() if "lora_B" in name)
     assert (out / "adapter_config.json").is_file() and not (out / "model.safetensors").exists()
-    assert mod("checkpoints").is_model_dir(out)  # train.py reuses it, and continues the adapter
-    policy = mod("model").load_adapter(out, {"dtype": torch.float32})
+    assert mod("training.checkpoints").is_model_dir(out)  # train.py reuses it, and continues the adapter
+    policy = mod("training.model").load_adapter(out, {"dtype": torch.float32})
     assert [n for n, p in policy.named_parameters() if p.requires_grad] and all(
         "lora_" in n for n, p in policy.named_parameters() if p.requires_grad)
 
@@ -122,7 +122,7 @@ def test_priming_bounds_its_logits_with_the_same_gradient(tmp_path, monkeypatch)
     import torch
     from transformers import AutoModelForCausalLM
 
-    model_dir = mod("tiny").build_tiny_model(tmp_path / "tiny", "curriculum:50")
+    model_dir = mod("training.tiny").build_tiny_model(tmp_path / "tiny", "curriculum:50")
     tokenizer = __import__("transformers").AutoTokenizer.from_pretrained(model_dir)
     batch = [priming.encode(tokenizer, row) for row in mod("data").priming_rows("curriculum:50", None, limit=4)]
     results = []
@@ -145,7 +145,7 @@ def test_priming_bounds_its_logits_with_the_same_gradient(tmp_path, monkeypatch)
 def test_priming_memory_is_estimated_and_checked_before_priming():
     import yaml
 
-    memory = mod("memory")
+    memory = mod("preflight.memory")
     settings = yaml.safe_load((ROOT / "configs" / "smoke.yaml").read_text())
     settings.update(model_name_or_path="Qwen/Qwen3-8B", use_cpu=False, format_priming_steps=50,
                     format_priming_batch_size=8, max_prompt_length=512, max_completion_length=1024, dtype="bfloat16")

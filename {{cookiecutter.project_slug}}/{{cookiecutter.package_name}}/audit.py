@@ -31,7 +31,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from . import task
-from .checkpoints import write_text
+from .training.checkpoints import write_text
 
 FULL = 1.0  # a right answer's correctness (rewards are unweighted; correctness is in [0, 1])
 MAX_FALSE_NEGATIVE = 0.05  # defaults of the config's audit_max_false_negative / audit_max_false_positive

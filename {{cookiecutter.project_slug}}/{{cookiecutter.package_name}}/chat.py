@@ -20,8 +20,15 @@ import sys
 
 from . import data, task
 from .answer_format import extract_answer
-from .eval_generation import generate_transformers, generate_vllm, load_model, load_tokenizer, pick_backend, vllm_engine
-from .eval_settings import EvalError, OneLineParser, chat_template_kwargs, resolve_model, settings_from_args
+from .evaluation.generation import (
+    generate_transformers,
+    generate_vllm,
+    load_model,
+    load_tokenizer,
+    pick_backend,
+    vllm_engine,
+)
+from .evaluation.options import EvalError, OneLineParser, chat_template_kwargs, resolve_model, settings_from_args
 
 
 class ChatError(ValueError):

@@ -4,12 +4,12 @@ runs what ``python train.py`` runs, Unsloth imported first when the config asks 
 
 import sys
 
-from .backend import preload
+from .training.backend import preload
 
 
 def train() -> None:
     argv = sys.argv[1:]
     preload(argv)  # before anything imports transformers or trl
-    from .train import cli
+    from .training.train import cli
 
     cli(argv)

@@ -15,11 +15,12 @@ from dataclasses import dataclass, field
 
 from trl import GRPOConfig, ModelConfig, ScriptArguments, TrlParser
 
-from . import DEFAULT_CONFIG, difficulty, task
+from . import DEFAULT_CONFIG, task
 from . import audit as audit_defaults
-from .backend import BACKENDS
 from .rewards import reward_names
 from .rules import check_values
+from .training import difficulty
+from .training.backend import BACKENDS
 
 
 @dataclass
@@ -38,7 +39,7 @@ class GRPOScriptArguments(ScriptArguments):
         metadata={"help": "Build a tiny random-weight model at model_name_or_path from the dataset (smoke runs)."},
     )
     format_priming_steps: int = field(
-        default=0, metadata={"help": "SFT steps on gold completions before GRPO (0 = none); see priming.py."}
+        default=0, metadata={"help": "SFT steps on gold completions before GRPO (0 = none); see training/priming.py."}
     )
     format_priming_lr: float = field(default=1e-5, metadata={"help": "Learning rate of format priming (peak)."})
     format_priming_batch_size: int = field(default=8, metadata={"help": "Gold completions per priming step."})

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 from . import data, hub
-from .eval_settings import EvalError, OneLineParser, read_config
+from .evaluation.options import EvalError, OneLineParser, read_config
 from .settings import setting
 
 SKIP_FILES = ["original/*", "*.gguf", "*.pth", "*.onnx", "onnx/*"]  # other runtimes' copies of the weights

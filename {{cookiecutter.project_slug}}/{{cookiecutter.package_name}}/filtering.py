@@ -28,9 +28,9 @@ import sys
 import time
 from pathlib import Path
 
-from . import evaluate
-from .checkpoints import atomic_file, write_text
+from .evaluation import evaluate
 from .rewards import RewardFunc, build_reward, reward_names
+from .training.checkpoints import atomic_file, write_text
 
 PASS = 1.0  # a completion passes when its correctness is 1.0 (for code: every test passed), as eval.py counts it
 
@@ -209,7 +209,7 @@ def train_rows(settings: evaluate.Settings, tokenizer) -> list[dict]:
 def build_tiny_if_asked(settings: evaluate.Settings, model: str) -> None:
     """The smoke configs build their tiny model on first use; do the same here (train.py's step)."""
     if settings.get("build_tiny_model") and not (Path(model) / "config.json").is_file():
-        from . import tiny
+        from .training import tiny
 
         tiny.build_tiny_model(model, settings.get("dataset_name") or "", system_prompt=settings.get("system_prompt"))
 

@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 from . import DEFAULT_CONFIG, task
-from .eval_settings import EvalError, OneLineParser, read_config, resolve_model
+from .evaluation.options import EvalError, OneLineParser, read_config, resolve_model
 
 CHECKPOINT = re.compile(r"^checkpoint-\d+$")
 DTYPES = ("auto", "float32", "bfloat16", "float16")

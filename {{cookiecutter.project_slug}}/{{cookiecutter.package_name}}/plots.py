@@ -13,8 +13,8 @@ file itself when a path to it is given. Panels, each only when its metrics were 
 * KL to the reference model (``kl``, logged when ``beta`` > 0);
 * learning rate (a constant one is a note under the title instead of a panel).
 
-Steps where the health monitor warned (``health.json`` next to the log, see health.py) are dashed vertical lines,
-named in the legend. The title is the run directory; legends sit outside the curves.
+Steps where the health monitor warned (``health.json`` next to the log, see training/health.py) are dashed vertical
+lines, named in the legend. The title is the run directory; legends sit outside the curves.
 
 Matplotlib with the Agg backend: no display needed.
 """
@@ -27,7 +27,7 @@ import re
 import sys
 from pathlib import Path
 
-from .checkpoints import atomic_file
+from .training.checkpoints import atomic_file
 
 
 class PlotError(ValueError):

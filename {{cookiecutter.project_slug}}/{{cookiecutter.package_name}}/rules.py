@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from .backend import BACKENDS
 from .rewards import check_reward_config
 from .settings import setting
+from .training.backend import BACKENDS
 
 
 def _number(value: object) -> float | None:

@@ -1,7 +1,7 @@
 """Pre-flight check on the GPU machine, before the paid hour starts: one line per check, each with its fix.
 
-    python -m <package>.doctor                          # the project's default preset
-    python -m <package>.doctor --config configs/24gb.yaml [--accelerate-config configs/accelerate/zero3.yaml]
+    python -m <package>.preflight.doctor                # the project's default preset
+    python -m <package>.preflight.doctor --config configs/24gb.yaml [--accelerate-config configs/accelerate/zero3.yaml]
 
 Checks: the config through train.py's own parser and checks, the GPUs (count, name, memory, bf16, driver vs the
 CUDA build of torch), installed versions vs the project's pins and TRL's supported vLLM range, the preset's
@@ -22,6 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..settings import setting
 from . import launch as launches
 from . import memory
 from .archs import EstimateError, resolve_arch
@@ -29,11 +30,10 @@ from .doctor_report import BLOCK, OK, WARN, Check, report
 from .doctor_sources import check_dataset, check_model
 from .estimator import GIB
 from .machine import Gpu, Machine  # noqa: F401 - Gpu: re-exported for tests
-from .settings import setting
 from .vllm_memory import VLLM_OVERHEAD_GIB, vllm_one_request_gib, vllm_weights_gib
 
-ROOT = Path(__file__).resolve().parent.parent
-PACKAGE_DIR = Path(__file__).resolve().parent
+ROOT = Path(__file__).resolve().parents[2]  # the project
+PACKAGE_DIR = Path(__file__).resolve().parents[1]
 MIN_DRIVER = {11: (450, 80), 12: (525, 60), 13: (580, 0)}  # Linux driver a CUDA major version needs (NVIDIA)
 
 
@@ -156,7 +156,7 @@ def check_memory(config: dict[str, Any], machine: Machine, run: launches.Launch)
     try:
         est = memory.estimate(config, gpu.total_gib, None, run)
     except EstimateError as error:
-        return [Check("memory", WARN, str(error), "pass a model config.json to python -m <package>.memory")]
+        return [Check("memory", WARN, str(error), "pass a model config.json to python -m <package>.preflight.memory")]
     checks = []
     used = gpu.total_gib - gpu.free_gib
     text = (f"estimated peak {est.total:.1f} GiB per GPU ({est.sharding}); {gpu.free_gib:.1f} of "
@@ -279,7 +279,8 @@ def check_tracker(config: dict[str, Any], machine: Machine) -> Check:
 def run_checks(config: dict[str, Any], machine: Machine, root: Path = ROOT, package_dir: Path = PACKAGE_DIR,
                accelerate_config: str | None = None, num_machines: int | None = None,
                wait_for_nodes: float = 0.0) -> list[Check]:
-    from . import data, multinode
+    from .. import data
+    from . import multinode
 
     try:
         run = launches.resolve(config, machine.environ, accelerate_config)

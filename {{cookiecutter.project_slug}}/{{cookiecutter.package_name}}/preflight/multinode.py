@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..settings import setting
 from .machine import Machine
-from .settings import setting
 
 OK, WARN, BLOCK = "ok", "warning", "BLOCKER"
 DEFAULT_PORT = 29500  # torchrun's and accelerate's default main_process_port

@@ -16,8 +16,10 @@ import time
 from dataclasses import fields
 from pathlib import Path
 
-from . import data, hub, task
-from .eval_generation import (  # noqa: F401  (the evaluation API, one import away)
+from .. import data, hub, task
+from ..rewards import RewardSettings, build_reward, reward_names
+from ..settings import setting, use_cpu_threads
+from .generation import (  # noqa: F401  (the evaluation API, one import away)
     Sample,
     cut_at_eos,
     generate_transformers,
@@ -28,9 +30,8 @@ from .eval_generation import (  # noqa: F401  (the evaluation API, one import aw
     sampling,
     vllm_engine,
 )
-from .eval_metrics import HEADLINE, RATE_METRICS, pass_at_k, score_samples, summarize  # noqa: F401
-from .eval_report import compare, load_report, render_markdown, write_reports  # noqa: F401
-from .eval_settings import (  # noqa: F401
+from .metrics import HEADLINE, RATE_METRICS, pass_at_k, score_samples, summarize  # noqa: F401
+from .options import (  # noqa: F401
     EvalError,
     OneLineParser,
     Settings,
@@ -44,10 +45,9 @@ from .eval_settings import (  # noqa: F401
     settings_from_args,
     split_rows,
 )
-from .rewards import RewardSettings, build_reward, reward_names
-from .settings import setting, use_cpu_threads
+from .report import compare, load_report, render_markdown, write_reports  # noqa: F401
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]  # the project
 TASK = task.NAME
 
 

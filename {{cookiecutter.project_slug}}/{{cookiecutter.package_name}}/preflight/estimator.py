@@ -1,6 +1,6 @@
 """Estimate the peak GPU memory of a GRPO run from its config, before loading anything (stdlib + PyYAML).
 
-The command is ``python -m <package>.memory`` (memory.py); the A and L terms are computed in
+The command is ``python -m <package>.preflight.memory`` (memory.py); the A and L terms are computed in
 ``activation_memory.py``, colocated vLLM's share in ``vllm_memory.py``. The model (per GPU, GiB = 2**30 bytes) is
 ``peak = W + S + A + L + R + Gen + overhead``, the model from
 ``gpu-memory-evidence.md`` (public measured figures it was checked against are cited in ``tests/test_memory.py``),
@@ -49,6 +49,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..settings import setting
 from .activation_memory import (  # noqa: F401 - re-exported: the estimator's names
     FUSED_HEAD_TILE,
     activation_bytes,
@@ -58,7 +59,6 @@ from .activation_memory import (  # noqa: F401 - re-exported: the estimator's na
 )
 from .archs import LINEAR_LAYERS, Arch, resolve_arch
 from .launch import Launch
-from .settings import setting
 
 GIB = float(2**30)
 HEADROOM = 0.10  # the margin a preset should keep: estimates are +-25%, allocators fragment

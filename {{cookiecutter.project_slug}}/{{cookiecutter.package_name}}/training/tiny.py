@@ -12,12 +12,12 @@ import json
 from contextlib import contextmanager
 from pathlib import Path
 
-from . import task
-from .answer_format import FORMAT
+from .. import task
+from ..answer_format import FORMAT
+from ..data import build_prompt
 from .checkpoints import atomic_dir, is_model_dir
-from .data import build_prompt
 
-CHAT_TEMPLATE = Path(__file__).with_name("chat_template.jinja")
+CHAT_TEMPLATE = Path(__file__).resolve().parents[1] / "chat_template.jinja"  # the package's
 SPECIAL_TOKENS = ["<pad>", "<|im_start|>", "<|im_end|>", "<unk>"]
 
 

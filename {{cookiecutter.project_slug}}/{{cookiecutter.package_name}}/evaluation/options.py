@@ -11,9 +11,9 @@ import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import DEFAULT_CONFIG, data, hub
-from .hub import looks_like_path
-from .settings import DEFAULTS, setting
+from .. import DEFAULT_CONFIG, data, hub
+from ..hub import looks_like_path
+from ..settings import DEFAULTS, setting
 
 
 class EvalError(ValueError):
@@ -47,7 +47,7 @@ def read_config(path: str, overrides: list[str] | tuple[str, ...] = ()) -> dict:
     import torch
     import yaml
 
-    from . import config as project_config
+    from .. import config as project_config
 
     if not Path(path).is_file():
         raise EvalError(f"config file {path!r} does not exist")

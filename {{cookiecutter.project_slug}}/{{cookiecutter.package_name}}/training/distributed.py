@@ -12,8 +12,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..preflight.launch import deepspeed_file_stage, env_deepspeed_stage, is_true
 from .checkpoints import WEIGHT_FILES, is_model_dir, saved_model_files
-from .launch import deepspeed_file_stage, env_deepspeed_stage, is_true
 
 
 class SaveError(RuntimeError):

@@ -15,7 +15,7 @@ config's ``format_priming_lr`` (the presets use a pretrained model's SFT rate; t
 Priming is a plain single-process loop on one device. train.py primes in place when it runs as one process; a
 multi-process or ZeRO-3 launch needs the primed model made beforehand, once:
 
-    python -m <package>.priming --config configs/X.yaml     # writes <output_dir>/format-primed, which train.py uses
+    python -m <package>.training.priming --config configs/X.yaml   # writes <output_dir>/format-primed; train.py uses it
 """
 
 from __future__ import annotations
@@ -26,10 +26,10 @@ import sys
 from collections import deque
 from pathlib import Path
 
-from . import task
+from .. import task
+from ..data import DataError, build_prompt
+from ..settings import setting
 from .checkpoints import atomic_dir, is_model_dir
-from .data import DataError, build_prompt
-from .settings import setting
 
 
 def encode(tokenizer, row: dict, system_prompt: str | None = None) -> tuple[list[int], list[int]]:
@@ -259,7 +259,8 @@ PRIMING_ROWS = 512  # train.py primes on the first 512 training rows too
 
 def prime_from_config(settings: dict, out_dir: str | Path | None = None, steps: int | None = None, log=print) -> Path:
     """Prime the model a train.py config names, on the same rows train.py would use; return the primed dir."""
-    from . import data, tiny
+    from .. import data
+    from . import tiny
 
     steps = int(setting(settings, "format_priming_steps")) if steps is None else steps
     if steps <= 0:

@@ -7,11 +7,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ..settings import setting
 from .doctor_report import BLOCK, OK, Check
 from .machine import Machine
-from .settings import setting
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]  # the project
 
 
 def _local_columns(path: Path) -> list[str]:
@@ -63,7 +63,7 @@ def check_dataset(config: dict[str, Any], machine: Machine, required: tuple[str,
 
 def check_model(config: dict[str, Any], machine: Machine, root: Path = ROOT) -> Check:
     """The model train.py will load: built locally, a local directory, in the hub cache, or on a reachable hub."""
-    from .hub import looks_like_path
+    from ..hub import looks_like_path
 
     name = str(setting(config, "model_name_or_path") or "")
     if config.get("build_tiny_model"):

@@ -124,20 +124,20 @@ def _disk_free_gib(path: Path) -> float:
 
 
 def _hub_cached(dataset: str) -> bool:
-    from .hub import cached
+    from ..hub import cached
 
     return cached(dataset, "dataset")
 
 
 def _model_cached(model: str) -> bool:
-    from .hub import cached
+    from ..hub import cached
 
     return cached(model, "model")
 
 
 def _settings_error(path: str) -> str | None:
     """train.py's own verdict on the config file (parse and every check before the data loads), or None."""
-    from .train import checked_args
+    from ..training.train import checked_args
 
     try:
         checked_args(["--config", path])

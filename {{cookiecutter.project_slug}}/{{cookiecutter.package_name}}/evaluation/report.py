@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .checkpoints import atomic_file, write_text
-from .eval_metrics import HEADLINE
-from .eval_settings import EvalError
+from ..training.checkpoints import atomic_file, write_text
+from .metrics import HEADLINE
+from .options import EvalError
 
 # -------------------------------------------------------------------------------------------------- reports
 

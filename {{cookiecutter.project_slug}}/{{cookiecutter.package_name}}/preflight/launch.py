@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .settings import setting
+from ..settings import setting
 
 KINDS = ("none", "ddp", "deepspeed", "fsdp")
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from importlib.util import find_spec
 from pathlib import Path
 
-from .eval_settings import EvalError, Settings, chat_template_kwargs
+from .options import EvalError, Settings, chat_template_kwargs
 
 # ----------------------------------------------------------------------------------------------- generation
 

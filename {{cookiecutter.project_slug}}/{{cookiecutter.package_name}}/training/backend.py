@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from . import DEFAULT_CONFIG
-from .settings import DEFAULTS, setting
+from .. import DEFAULT_CONFIG
+from ..settings import DEFAULTS, setting
 
 BACKENDS = ("trl", "unsloth")
 

@@ -14,10 +14,12 @@ import warnings
 from transformers import PrinterCallback, ProgressCallback
 from trl import GRPOConfig, ModelConfig
 
-from . import audit, checkpoints, config, data, difficulty, distributed, health, hub, memory, model, priming, task, tiny
+from .. import audit, config, data, hub, task
+from ..preflight import memory
+from ..rewards import RewardSettings, build_reward_funcs
+from ..settings import use_cpu_threads
+from . import checkpoints, difficulty, distributed, health, model, priming, tiny
 from .progress import Interrupt, ProgressLine
-from .rewards import RewardSettings, build_reward_funcs
-from .settings import use_cpu_threads
 
 
 def main(

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import math
 
-from .eval_generation import Sample
-from .eval_settings import Settings
-from .rewards.common import RewardFunc
+from ..rewards.common import RewardFunc
+from .generation import Sample
+from .options import Settings
 
 HEADLINE = ["accuracy", "format_compliance", "mean_completion_tokens", "truncation_rate", "reward"]
 RATE_METRICS = {"accuracy", "format_compliance", "truncation_rate"}

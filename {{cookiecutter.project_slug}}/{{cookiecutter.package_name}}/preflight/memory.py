@@ -1,9 +1,9 @@
 """GPU memory estimate of a GRPO config: advice when it does not fit, the start-up check, and the command.
 
-    python -m <package>.memory --config configs/24gb.yaml                 # GPU size from the preset's name
-    python -m <package>.memory --config configs/24gb.yaml --gpu-gb 16     # the same config on another GPU
-    python -m <package>.memory --config my.yaml --model-config path/to/config.json   # a model it does not know
-    python -m <package>.memory --config configs/8x80gb.yaml --accelerate-config configs/accelerate/zero3.yaml
+    python -m <package>.preflight.memory --config configs/24gb.yaml       # GPU size from the preset's name
+    python -m <package>.preflight.memory --config configs/24gb.yaml --gpu-gb 16   # the same config on another GPU
+    python -m <package>.preflight.memory --config my.yaml --model-config path/to/config.json  # a model it does not know
+    python -m <package>.preflight.memory --config configs/8x80gb.yaml --accelerate-config configs/accelerate/zero3.yaml
 
 The model itself is in ``estimator.py``; architecture facts in ``archs.py``; the launch (processes, sharding) in
 ``launch.py``.
@@ -18,6 +18,7 @@ import os
 import sys
 from typing import Any
 
+from ..settings import setting
 from . import launch as launches
 from .archs import (  # noqa: F401 - re-exported: the public names of the estimator
     KNOWN_MODELS,
@@ -44,9 +45,9 @@ from .estimator import (  # noqa: F401
     recompute_working_set,
     weights_dtype,
 )
-from .settings import setting
 from .vllm_memory import vllm_kv_gib, vllm_max_len, vllm_one_request_gib, vllm_weights_gib  # noqa: F401
 
+PACKAGE = __package__.rpartition(".")[0]  # the project's package (this module is in its preflight/)
 ADVISED_LORA = {"use_peft": True, "lora_r": 32, "lora_target_modules": "all-linear"}  # the advice's LoRA
 
 
@@ -261,8 +262,8 @@ PRIMING_LOGITS_BYTES = 2**30  # priming.LOGITS_BUDGET: the logits of one micro-b
 
 
 def priming_gib(config: dict[str, Any], model_config: dict[str, Any] | None = None) -> dict[str, float]:
-    """Peak GPU memory of format priming (priming.py, one process), by part: weights (fp32 master weights for a full
-    fine-tune), trainable state (AdamW: weight-sized gradient and two fp32 moments; the LoRA adapter's in fp32),
+    """Peak GPU memory of format priming (training/priming.py, one process), by part: weights (fp32 master weights for
+    a full fine-tune), trainable state (AdamW: weight-sized gradient and two fp32 moments; the LoRA adapter's in fp32),
     activations of format_priming_batch_size sequences of prompt + completion (each layer's input with
     checkpointing, plus the recomputed layer; every layer's working set without), the bounded logits, overhead."""
     from .estimator import OVERHEAD_GIB, layer_working_set
@@ -308,7 +309,7 @@ def check_priming_fits(config: dict[str, Any], gpu_gb: float | None = None,
     detail = ", ".join(f"{name} {value:.1f}" for name, value in parts.items() if value >= 0.05)
     return [f"format priming needs an estimated {total:.1f} GiB of {gpu_gb:g} GiB ({detail}): lower "
             "format_priming_batch_size, set activation_checkpointing: true or use_peft: true, or prime on a larger "
-            f"GPU with python -m {__package__}.priming and copy <output_dir>/format-primed here"]
+            f"GPU with python -m {PACKAGE}.training.priming and copy <output_dir>/format-primed here"]
 
 
 def colocate_problem(config: dict[str, Any], gpu_gb: float, model_config: dict[str, Any] | None = None) -> str | None:
