@@ -17,7 +17,7 @@ chat = mod("chat")
 download = mod("download")
 data = mod("data")
 task = mod("task")
-eval_settings = mod("evaluation.options")
+options = mod("evaluation.options")
 
 PROMPT = "What is 2+3?"
 SHORT = ["--config", "configs/smoke.yaml", "--max_completion_length", "12", "--num_samples", "1"]  # greedy, short
@@ -130,11 +130,11 @@ def test_a_moved_run_finds_its_primed_base(tmp_path):
         folder.mkdir(exist_ok=True)
         (folder / "adapter_config.json").write_text(
             json.dumps({"base_model_name_or_path": "/elsewhere/outputs/run/format-primed"}))
-        assert eval_settings.resolve_model(str(folder), None) == (str(runs / "format-primed"), str(folder))
+        assert options.resolve_model(str(folder), None) == (str(runs / "format-primed"), str(folder))
     (runs / "checkpoint-3" / "adapter_config.json").write_text(
         json.dumps({"base_model_name_or_path": "outputs/gone/base"}))
-    with pytest.raises(eval_settings.EvalError, match="base model 'outputs/gone/base' .* does not exist"):
-        eval_settings.resolve_model(str(runs / "checkpoint-3"), None)
+    with pytest.raises(options.EvalError, match="base model 'outputs/gone/base' .* does not exist"):
+        options.resolve_model(str(runs / "checkpoint-3"), None)
 
 
 # ------------------------------------------------------------------------------------------------------- push

@@ -8,7 +8,7 @@ format's tags, the completion and its extracted final answer.
 
 A prompt is the row's ``question``; a prompt that starts with ``{`` is a whole row in the task's row contract (JSON),
 for tasks whose prompt shows more columns. The prompt is built by ``data.build_prompt`` and generated with the
-evaluation's code (``eval_generation``): batched transformers ``generate``, or vLLM with ``--backend vllm`` (or
+evaluation's code (``evaluation.generation``): batched transformers ``generate``, or vLLM with ``--backend vllm`` (or
 ``auto`` with ``use_vllm`` set and vLLM installed).
 """
 

@@ -269,8 +269,8 @@ def raise_first(path: str, problems: list[str], cli_keys: set[str]) -> None:
 
 
 def check_arguments(script_args: GRPOScriptArguments, training_args: GRPOConfig) -> None:
-    """The difficulty pool's bounds (``difficulty.PoolSettings``), and a note when the launch's process count is not
-    the one the preset's batch is sized for."""
+    """The difficulty pool's bounds (``training.difficulty.PoolSettings``), and a note when the launch's process
+    count is not the one the preset's batch is sized for."""
     difficulty.pool_settings(script_args)  # bad pool values raise here
     world_size = int(os.environ.get("WORLD_SIZE", "1"))
     if world_size != script_args.num_processes:

@@ -4,8 +4,8 @@
     python eval.py --config configs/24gb.yaml --model outputs/24gb                 # a LoRA adapter dir (peft)
     python eval.py --compare eval_reports/before/report.json eval_reports/after/report.json
 
-The run: settings (``eval_settings``), generation (``eval_generation``), metrics (``eval_metrics``) and reports
-(``eval_report``); the metrics are described in ``docs/evaluation.md``.
+The run: settings (``options``), generation (``generation``), metrics (``metrics``) and reports (``report``), the
+modules beside this one; the metrics are described in ``docs/evaluation.md``.
 """
 
 from __future__ import annotations
