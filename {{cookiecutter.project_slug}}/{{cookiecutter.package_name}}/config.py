@@ -19,6 +19,7 @@ from . import DEFAULT_CONFIG, task
 from . import audit as audit_defaults
 from .rewards import reward_names
 from .rules import check_values
+from .settings import ConfigError, read_yaml  # noqa: F401 - ConfigError: the parser's error, re-exported
 from .training import difficulty
 from .training.backend import BACKENDS
 
@@ -84,10 +85,6 @@ class GRPOScriptArguments(ScriptArguments):
 Arguments = tuple[GRPOScriptArguments, GRPOConfig, ModelConfig, "task.TaskArguments"]
 
 
-class ConfigError(ValueError):
-    """A bad config file, setting or command-line option; its message is one line that names it and the fix."""
-
-
 class Parser(TrlParser):
     """TRL's parser with no abbreviated options (``--learning_rat`` is refused, not read as ``--learning_rate``) and
     argparse's errors as one ConfigError line instead of the usage text."""
@@ -128,28 +125,6 @@ def glue_negative_values(argv: list[str]) -> list[str]:
 
 
 _NEGATIVE = re.compile(r"-(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|-inf|-nan", re.IGNORECASE)
-
-
-def read_yaml(path: str) -> dict:
-    """The config file's settings, or a ConfigError that says which line of the file to fix."""
-    import yaml
-
-    if not os.path.isfile(path):
-        raise ConfigError(f"config file {path!r} does not exist; pass --config configs/<preset>.yaml")
-    try:
-        with open(path, encoding="utf-8") as handle:
-            settings = yaml.safe_load(handle)
-    except UnicodeDecodeError as error:
-        raise ConfigError(f"config {path!r} is not UTF-8 text ({error.reason}); is it the right file?") from error
-    except yaml.YAMLError as error:
-        mark = getattr(error, "context_mark", None) or getattr(error, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(error, "problem", None) or str(error).strip().splitlines()[0]
-        raise ConfigError(f"config {path!r} is not valid YAML{where}: {problem}; fix that line") from error
-    if not isinstance(settings, dict):
-        raise ConfigError(f"config {path!r} must be a mapping of settings (one `key: value` per line), "
-                          f"not {type(settings).__name__}")
-    return settings
 
 
 def _closest(name: str, known, prefix: str = "") -> str:

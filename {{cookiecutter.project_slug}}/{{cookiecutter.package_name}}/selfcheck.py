@@ -20,6 +20,7 @@ from pathlib import Path
 from . import audit, task
 from .rewards import RewardSettings, build_reward
 from .rules import check_config
+from .settings import ConfigError, read_yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "data" / "sample.jsonl"
@@ -40,19 +41,17 @@ def compile_all(root: Path = ROOT) -> list[str]:
 
 
 def check_configs(root: Path = ROOT) -> list[str]:
-    import yaml  # PyYAML: installed with the project and with cookiecutter itself
-
     problems = []
     paths = sorted((root / "configs").glob("*.yaml"))
     if not paths:
         return ["no configs/*.yaml found"]
     for path in paths:
         try:
-            config = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except yaml.YAMLError as error:
-            problems.append(f"{path.name}: not valid YAML: {str(error).splitlines()[0]}")
+            config = read_yaml(path)  # PyYAML: installed with the project and with cookiecutter itself
+        except ConfigError as error:
+            problems.append(str(error))
             continue
-        problems.extend(f"{path.name}: {line}" for line in check_config(config or {}))
+        problems.extend(f"{path.name}: {line}" for line in check_config(config))
     return problems
 
 

@@ -6,6 +6,7 @@ dataclasses. Stdlib only (the self-check runs in cookiecutter's interpreter)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 
 DEFAULTS = {
@@ -65,6 +66,35 @@ DEFAULTS = {
     "load_in_4bit": False,
     "load_in_8bit": False,
 }
+
+
+class ConfigError(ValueError):
+    """A bad config file, setting or command-line option; its message is one line that names it and the fix."""
+
+
+def read_yaml(path: str | os.PathLike) -> dict:
+    """A config file's settings as a dict: the one reader of config files (train.py's parser, the doctor and the
+    memory estimator, the priming command, the self-check). A missing file, text that is not UTF-8 or not YAML, or
+    YAML that is not a mapping is a ConfigError that says which line of the file to fix. PyYAML, imported here."""
+    import yaml
+
+    path = str(path)
+    if not os.path.isfile(path):
+        raise ConfigError(f"config file {path!r} does not exist; pass --config configs/<preset>.yaml")
+    try:
+        with open(path, encoding="utf-8") as handle:
+            settings = yaml.safe_load(handle)
+    except UnicodeDecodeError as error:
+        raise ConfigError(f"config {path!r} is not UTF-8 text ({error.reason}); is it the right file?") from error
+    except yaml.YAMLError as error:
+        mark = getattr(error, "context_mark", None) or getattr(error, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(error, "problem", None) or str(error).strip().splitlines()[0]
+        raise ConfigError(f"config {path!r} is not valid YAML{where}: {problem}; fix that line") from error
+    if not isinstance(settings, dict):
+        raise ConfigError(f"config {path!r} must be a mapping of settings (one `key: value` per line), "
+                          f"not {type(settings).__name__}")
+    return settings
 
 
 def use_cpu_threads(count: int) -> None:

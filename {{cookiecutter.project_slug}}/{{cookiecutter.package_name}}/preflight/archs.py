@@ -182,14 +182,11 @@ def gpu_gb_from_preset(name: str | Path) -> float | None:
 
 
 def load_config(path: str | Path) -> dict[str, Any]:
-    """The YAML config train.py reads, as a dict."""
-    import yaml
+    """The YAML config train.py reads, as a dict (settings.read_yaml); a bad file is an EstimateError line."""
+    from ..settings import ConfigError, read_yaml
 
     try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
-    except (OSError, yaml.YAMLError) as error:
-        raise EstimateError(f"cannot read config {path}: {error}") from None
-    if not isinstance(data, dict):
-        raise EstimateError(f"config {path} is not a mapping")
-    return data
+        return read_yaml(path)
+    except ConfigError as error:
+        raise EstimateError(str(error)) from None
 

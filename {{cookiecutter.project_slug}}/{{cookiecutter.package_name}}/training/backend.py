@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .. import DEFAULT_CONFIG
-from ..settings import DEFAULTS, setting
+from ..settings import DEFAULTS, read_yaml, setting
 
 BACKENDS = ("trl", "unsloth")
 
@@ -32,12 +32,10 @@ def requested(argv: list[str]) -> str:
         return chosen
     path = Path(option(argv, "config") or DEFAULT_CONFIG)
     try:
-        import yaml
-
-        config = yaml.safe_load(path.read_text(encoding="utf-8"))
+        config = read_yaml(path)
     except Exception:  # noqa: BLE001 - unreadable or not YAML: the config parser reports it, with one line
-        return "trl"
-    return str(setting(config, "model_backend")) if isinstance(config, dict) else DEFAULTS["model_backend"]
+        return DEFAULTS["model_backend"]
+    return str(setting(config, "model_backend"))
 
 
 def preload(argv: list[str]) -> None:

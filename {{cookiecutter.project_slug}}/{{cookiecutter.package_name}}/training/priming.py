@@ -28,7 +28,7 @@ from pathlib import Path
 
 from .. import task
 from ..data import DataError, build_prompt
-from ..settings import setting
+from ..settings import read_yaml, setting
 from .checkpoints import atomic_dir, is_model_dir
 
 
@@ -314,11 +314,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--force", action="store_true", help="prime again over an existing primed model")
     args = parser.parse_args(argv)
     try:
-        import yaml
-
-        settings = yaml.safe_load(Path(args.config).read_text(encoding="utf-8")) or {}
-        if not isinstance(settings, dict):
-            raise ValueError(f"{args.config} is not a mapping of settings")
+        settings = read_yaml(args.config)
         for key in ("output_dir", "model_name_or_path"):
             if getattr(args, key):
                 settings[key] = getattr(args, key)
