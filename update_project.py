@@ -8,7 +8,8 @@ the project was generated from or last updated to: ``.cookiecutter.json``'s ``_c
 else ``--from``) and as it is at NEW_REF (default: this clone's working tree), both with the project's own answers
 from ``.cookiecutter.json`` (the smoke test skipped), and applies the difference between the two renderings to the
 project with git's three-way merge (``git apply --3way``). Lines only you changed keep your change, lines only the
-template changed get the template's; where both changed the same lines git leaves conflict markers
+template changed get the template's (in a file the template moved too: the difference carries the move); where
+both changed the same lines git leaves conflict markers
 (``<<<<<<< ours ... >>>>>>> theirs``) and lists the files: edit them, ``git add`` them, commit. The project must be a
 git repository with its work committed (``git status`` clean), so ``git diff`` shows exactly what the update did and
 ``git checkout . && git clean -fd`` undoes it. Needs git and cookiecutter (``pip install cookiecutter==2.7.1``).
@@ -113,7 +114,7 @@ def update(project: Path, old: str | None, new: str | None) -> list[str]:
         work = Path(tmp)
         render(old, answers, work, "base")
         render(new, answers, work, "new")
-        diff = subprocess.run(["git", "diff", "--no-index", "--binary", "--full-index", "--no-color", "--no-renames",
+        diff = subprocess.run(["git", "diff", "--no-index", "--binary", "--full-index", "--no-color", "--find-renames",
                                "base", "new"], cwd=work, capture_output=True)
         if diff.returncode not in (0, 1):
             raise UpdateError(f"git diff failed: {diff.stderr.decode().strip()[:300]}")

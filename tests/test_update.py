@@ -94,3 +94,30 @@ def test_update_refuses_uncommitted_work(old_project):
                          capture_output=True, text=True)
     assert out.returncode == 2 and out.stderr.startswith("error: ") and "uncommitted" in out.stderr
     assert (project / "README.md").read_text() == "dirty\n"
+
+
+def test_a_module_the_template_moved_keeps_the_users_change(tmp_path):
+    """The package's families became subpackages (memory.py -> preflight/memory.py): a project generated before,
+    whose memory.py the user changed, updates with the change in the moved file (the template's diff carries
+    renames)."""
+    moved = "{{cookiecutter.project_slug}}/{{cookiecutter.package_name}}/preflight/memory.py"
+    done = subprocess.run(["git", "log", "--format=%H", "--diff-filter=A", "--", moved], cwd=ROOT,
+                          capture_output=True, text=True, check=True)
+    if not done.stdout.strip():
+        pytest.fail("no commit of the template adds preflight/memory.py (a shallow clone? git fetch --unshallow)")
+    old = f"{done.stdout.split()[-1]}^"  # the template just before the move
+    update = updater()
+    project = Path(update.render(old, {"project_name": "Kept Changes", "task": "json", "smoke_test": "skip"},
+                                 tmp_path / "work", "project").rename(tmp_path / "project"))
+    commit = ["-c", "user.name=u", "-c", "user.email=u@x", "commit", "-qm"]
+    for args in (["init", "-q"], ["add", "-A"], [*commit, "gen"]):
+        run("git", *args, cwd=project)
+    mine = project / "kept_changes" / "memory.py"
+    mine.write_text(mine.read_text() + "\n# our lab: A100s only\n")
+    run("git", "add", "-A", cwd=project)
+    run("git", *commit, "mine", cwd=project)
+    out = subprocess.run([sys.executable, str(ROOT / "update_project.py"), str(project), "--from", old],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert not mine.exists()
+    assert "# our lab: A100s only" in (project / "kept_changes" / "preflight" / "memory.py").read_text()
