@@ -177,12 +177,13 @@ def test_settings_are_read_through_the_defaults_table():
     from trl import GRPOConfig, ModelConfig
 
     keys = {f.name for kind in (GRPOConfig, ModelConfig, mod("config").GRPOScriptArguments) for f in fields(kind)}
-    other_files = {("checkpoints.py", "num_train_epochs"): "trainer_state.json's", ("launch.py", "num_processes"):
-                   "an accelerate config's"}  # the same key in a file that is not a training config
+    other_files = {("training/checkpoints.py", "num_train_epochs"): "trainer_state.json's",
+                   ("preflight/launch.py", "num_processes"): "an accelerate config's"}  # a key of another file
     package = ROOT / mod("settings").__package__
     found = [f"{path.relative_to(ROOT)}:{line} {key}" for path in sorted(package.rglob("*.py"))
-             if path.name != "settings.py" for line, key in _fallbacks(path.read_text(encoding="utf-8"), keys)
-             if (path.name, key) not in other_files]
+             if path.relative_to(package).as_posix() != "settings.py"
+             for line, key in _fallbacks(path.read_text(encoding="utf-8"), keys)
+             if (path.relative_to(package).as_posix(), key) not in other_files]
     assert found == []
     sample = 'a = c.get("seed", 42)\nb = c.get("output_dir") or "out"\nc = c.get("dataset_name") or ""\n'
     assert sorted(_fallbacks(sample, keys)) == [(1, "seed"), (2, "output_dir")]  # what the check finds
