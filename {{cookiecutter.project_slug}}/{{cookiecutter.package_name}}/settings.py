@@ -2,7 +2,8 @@
 doctor, launch and download checks, eval, chat, filter, format priming, the self-check) takes for a setting the
 config leaves out, read through ``setting(config, key)``. The values are those train.py's parser gives the same keys
 (``GRPOScriptArguments``, TRL's ``GRPOConfig`` and ``ModelConfig``); a test checks the table against those
-dataclasses. Stdlib only (the self-check runs in cookiecutter's interpreter)."""
+dataclasses. ``read_yaml`` is the one reader of config files. Stdlib, and PyYAML to read a file: the self-check runs
+in cookiecutter's interpreter."""
 
 from __future__ import annotations
 
@@ -52,7 +53,7 @@ DEFAULTS = {
     "vllm_mode": "colocate",
     "vllm_gpu_memory_utilization": 0.3,
     "vllm_tensor_parallel_size": 1,
-    "vllm_max_model_length": None,  # max_prompt_length + max_completion_length
+    "vllm_max_model_length": None,  # vLLM: the model's whole context
     "vllm_enable_sleep_mode": False,
     "ds3_gather_for_generation": True,
     # ModelConfig (TRL)
@@ -113,8 +114,6 @@ DERIVED = {
     "generation_batch_size": lambda config: int(setting(config, "per_device_train_batch_size"))
     * int(setting(config, "num_processes")) * int(setting(config, "steps_per_generation")),
     "reward_weights": lambda config: [1.0] * len(setting(config, "reward_funcs")),
-    "vllm_max_model_length": lambda config: int(setting(config, "max_prompt_length"))
-    + int(setting(config, "max_completion_length")),
 }
 
 

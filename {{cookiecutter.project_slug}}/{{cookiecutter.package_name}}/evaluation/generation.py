@@ -165,6 +165,15 @@ def generate_transformers(
     return out
 
 
+def max_model_length(settings: Settings) -> int:
+    """vLLM's context for evaluation: the config's ``vllm_max_model_length``, else prompt + completion (vLLM would
+    size its KV cache for the model's whole context, and eval runs nothing longer)."""
+    length = settings.get("vllm_max_model_length")
+    if length is None:
+        length = int(settings.get("max_prompt_length")) + int(settings.get("max_completion_length"))
+    return int(length)
+
+
 def vllm_engine(settings: Settings, base: str, adapter: str | None) -> tuple:
     """An offline vLLM ``LLM`` for the model and the LoRA request of the adapter (None without one)."""
     from vllm import LLM
@@ -174,7 +183,7 @@ def vllm_engine(settings: Settings, base: str, adapter: str | None) -> tuple:
         "tokenizer": adapter if adapter and (Path(adapter) / "tokenizer_config.json").is_file() else base,
         "dtype": str(settings.get("dtype")),
         "gpu_memory_utilization": float(settings.get("vllm_gpu_memory_utilization")),
-        "max_model_len": int(settings.get("vllm_max_model_length")),
+        "max_model_len": max_model_length(settings),
         "tensor_parallel_size": int(settings.get("vllm_tensor_parallel_size")),
         "seed": int(settings.get("seed")),
         "trust_remote_code": bool(settings.get("trust_remote_code")),

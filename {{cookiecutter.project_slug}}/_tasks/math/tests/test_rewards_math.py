@@ -206,7 +206,9 @@ def test_slow_comparison_is_killed_off_main_thread() -> None:
 def test_worker_timeout_returns_false_and_recovers() -> None:
     worker = math_task.WORKER
     assert worker.verify("x^2+2x+1", "(x+1)^2") is True
-    assert worker.verify("x^2+2x+1", "(x+1)^2", timeout=0.0) is False  # no time at all: killed, no credit
+    # Seconds of sympy, so no reply within 0.1 s however busy the machine (a fast comparison with timeout=0 could
+    # still be answered between the request and the first look at the reply): killed, no credit.
+    assert worker.verify("(x+1)^{9999} - (x-1)^{9999}", "x^2+1", timeout=0.1) is False
     assert worker.verify("x^2+2x+1", "(x+1)^2") is True
 
 
