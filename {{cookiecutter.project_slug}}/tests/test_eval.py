@@ -119,7 +119,7 @@ def test_pass_at_k_is_the_unbiased_estimator():
 def test_gold_completions_score_full_marks():
     """The eval's column plumbing feeds the verifiers what TRL feeds them: gold answers are correct and well-formed."""
     task = mod("task")
-    lines = (evaluate.ROOT / "data" / "sample.jsonl").read_text().splitlines()[:4]
+    lines = (ROOT / "data" / "sample.jsonl").read_text().splitlines()[:4]
     rows = [task.normalize(json.loads(line)) for line in lines]
     rows = [{**row, "prompt": evaluate.data.build_prompt(row)} for row in rows]
     samples = [[evaluate.Sample(task.gold_completion(row), [7] * 20, False)] * 2 for row in rows]

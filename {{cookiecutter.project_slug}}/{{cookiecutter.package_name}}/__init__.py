@@ -6,4 +6,7 @@ defaults table; ``config.py``, ``rules.py``), the task and its data (``task.py``
 ``answer_format.py``), and the other commands (audit, download, merge, chat, filter, plots, selfcheck).
 """
 
+from pathlib import Path
+
 DEFAULT_CONFIG = "configs/{{ cookiecutter.gpu }}.yaml"  # the GPU preset this project was generated for
+ROOT = Path(__file__).resolve().parent.parent  # the project folder (configs/, data/, scripts/)

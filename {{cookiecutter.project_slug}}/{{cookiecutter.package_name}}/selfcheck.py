@@ -17,12 +17,11 @@ import json
 import sys
 from pathlib import Path
 
-from . import audit, task
+from . import ROOT, audit, task
 from .rewards import RewardSettings, build_reward
 from .rules import check_config
 from .settings import ConfigError, read_yaml
 
-ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "data" / "sample.jsonl"
 SKIP_DIRS = {".venv", ".smoke", "outputs", "__pycache__", ".git"}
 

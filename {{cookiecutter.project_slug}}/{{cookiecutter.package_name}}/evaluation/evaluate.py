@@ -47,7 +47,6 @@ from .options import (  # noqa: F401
 )
 from .report import compare, load_report, render_markdown, write_reports  # noqa: F401
 
-ROOT = Path(__file__).resolve().parents[2]  # the project
 TASK = task.NAME
 
 

@@ -22,6 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from .. import ROOT
 from ..settings import setting
 from . import launch as launches
 from . import memory
@@ -32,7 +33,6 @@ from .estimator import GIB
 from .machine import Gpu, Machine  # noqa: F401 - Gpu: re-exported for tests
 from .vllm_memory import VLLM_OVERHEAD_GIB, vllm_one_request_gib, vllm_weights_gib
 
-ROOT = Path(__file__).resolve().parents[2]  # the project
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
 MIN_DRIVER = {11: (450, 80), 12: (525, 60), 13: (580, 0)}  # Linux driver a CUDA major version needs (NVIDIA)
 

@@ -7,11 +7,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+from .. import ROOT
 from ..settings import setting
 from .doctor_report import BLOCK, OK, Check
 from .machine import Machine
-
-ROOT = Path(__file__).resolve().parents[2]  # the project
 
 
 def _local_columns(path: Path) -> list[str]:

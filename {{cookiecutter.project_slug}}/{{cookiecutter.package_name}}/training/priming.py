@@ -260,6 +260,7 @@ PRIMING_ROWS = 512  # train.py primes on the first 512 training rows too
 def prime_from_config(settings: dict, out_dir: str | Path | None = None, steps: int | None = None, log=print) -> Path:
     """Prime the model a train.py config names, on the same rows train.py would use; return the primed dir."""
     from .. import data
+    from ..preflight.estimator import checkpointing
     from . import tiny
 
     steps = int(setting(settings, "format_priming_steps")) if steps is None else steps
@@ -269,31 +270,29 @@ def prime_from_config(settings: dict, out_dir: str | Path | None = None, steps: 
     if settings.get("build_tiny_model"):
         tiny.build_tiny_model(model_path, settings["dataset_name"], system_prompt=settings.get("system_prompt"))
     out = Path(out_dir) if out_dir else Path(setting(settings, "output_dir")) / "format-primed"
-    checkpointing = settings.get("activation_checkpointing")  # gradient_checkpointing's newer name
-    if checkpointing is None:
-        checkpointing = setting(settings, "gradient_checkpointing")
+    seed = int(setting(settings, "seed"))
     train, _ = data.load_splits(
         settings["dataset_name"],
         settings.get("dataset_config"),
         setting(settings, "dataset_train_split"),
         setting(settings, "dataset_test_split"),
         eval_fraction=float(setting(settings, "eval_fraction")),
-        seed=int(setting(settings, "seed")),
+        seed=seed,
     )
     return prime(
         model_path,
         out,
-        data.priming_rows(settings["dataset_name"], train, limit=PRIMING_ROWS, seed=int(setting(settings, "seed"))),
+        data.priming_rows(settings["dataset_name"], train, limit=PRIMING_ROWS, seed=seed),
         steps=steps,
         learning_rate=float(setting(settings, "format_priming_lr")),
         batch_size=int(setting(settings, "format_priming_batch_size")),
         target_loss=settings.get("format_priming_target_loss"),
-        seed=int(setting(settings, "seed")),
+        seed=seed,
         system_prompt=settings.get("system_prompt"),
         log=log,
         dtype=settings.get("dtype"),
         use_cpu=bool(setting(settings, "use_cpu")),
-        gradient_checkpointing=bool(checkpointing),
+        gradient_checkpointing=checkpointing(settings),  # activation_checkpointing, or its old name
         revision=setting(settings, "model_revision"),
         trust_remote_code=bool(setting(settings, "trust_remote_code")),
         max_prompt_length=int(setting(settings, "max_prompt_length")),
