@@ -59,6 +59,7 @@ DATASET = ("dataset_name", "dataset_config", "dataset_train_split", "dataset_tes
 SECTIONS = {
     "data": ("readme_data", True),  # the default dataset, the README's "Data" section
     "correctness": ("readme_correctness", True),  # what the correctness reward scores, its row of the rewards table
+    "without tags": ("readme_untagged", False),  # what correctness reads without the answer format (none: nothing)
     "curriculum": ("readme_curriculum", True),  # what priming teaches, what GRPO must learn, what eval holds out
     "bounds": ("readme_bounds", False),  # how the verifier stays bounded on any input
     "audit cases": ("readme_audit_cases", False),  # the known-wrong completions of audit_cases.py

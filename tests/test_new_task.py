@@ -51,6 +51,10 @@ def gold_completion(row: dict) -> str:
     return f"<reasoning>\\nRead it backwards.\\n</reasoning>\\n<answer>\\n{row['answer']}\\n</answer>"
 
 
+def untagged_completion(row: dict) -> str:
+    return f"Read it backwards: {row['answer']}"
+
+
 def generate_curriculum(n: int, seed: int = 0, part: str = "train") -> list[dict]:
     """Easy rows for the smoke curriculum: three-letter words; priming, training and test words disjoint."""
     import itertools

@@ -101,7 +101,8 @@ def test_format_rewards_on_real_looking_completions() -> None:
     assert 0.45 < scores[2] < 0.5  # reasoning block only, then prose
     assert scores[3] == pytest.approx(0.5)  # answer block only
     assert scores[4] == 0.0 and scores[6] == 0.0
-    assert scores[5] == pytest.approx(0.5)  # out of order: the answer block before reasoning earns nothing
+    # out of order: the answer block before reasoning earns nothing, and its 19 characters are outside the blocks
+    assert scores[5] == pytest.approx(0.5 - 0.019)
     assert strict(completions=cases) == [1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
     assert strict(completions=[chat(GOOD), "  " + GOOD + "\n"]) == [1.0, 1.0]
 
@@ -296,20 +297,23 @@ def test_shared_rewards_are_linear_on_hostile_text(text: str) -> None:
     assert time.perf_counter() - start < 1.0  # measured worst ~0.05 s; x20 margin for a loaded machine
 
 
-# ------------------------------------------------------------------------------- what an empty answer earns
+# ------------------------------------------------------------------------ what each kind of completion earns
 
 ROOT = Path(__file__).resolve().parent.parent
 EMPTY_ANSWERS = ["", "<reasoning></reasoning><answer></answer>", "<reasoning> </reasoning>\n<answer>\u200b</answer>"]
 EMPTY_BOUND = 0.0  # an empty answer earns nothing under any mix (the README table states how much less)
-MIX_ROW = re.compile(r"^\| ([\w-]+) \| (\w+ [\d.]+(?:, \w+ [\d.]+)*) \| (-?[\d.]+) \|", re.M)
+EARNED = r" \| ".join([r"(-?[\d.]+)"] * 4)  # four numbers: what each kind of completion earns
+MIX_ROW = re.compile(rf"^\| ([\w-]+) \| (\w+ [\d.]+(?:, \w+ [\d.]+)*) \| {EARNED} \|", re.M)
+KINDS = ("right", "untagged", "wrong", "empty")  # the table's columns after the weights, in order
 
 
-def readme_mixes() -> dict[str, tuple[list[str], list[float], float]]:
-    """Every reward mix of the task, as the README's table states it: names, weights, what an empty answer earns."""
+def readme_mixes() -> dict[str, tuple[list[str], list[float], dict[str, float]]]:
+    """Every reward mix of the task, as the README's table states it: names, weights, and what each kind of
+    completion earns (right in tags, right without tags, wrong in tags, empty)."""
     out = {}
-    for mix, pairs, empty in MIX_ROW.findall((ROOT / "README.md").read_text(encoding="utf-8")):
+    for mix, pairs, *earned in MIX_ROW.findall((ROOT / "README.md").read_text(encoding="utf-8")):
         names, weights = zip(*(pair.rsplit(" ", 1) for pair in pairs.split(", ")), strict=True)
-        out[mix] = (list(names), [float(w) for w in weights], float(empty))
+        out[mix] = (list(names), [float(w) for w in weights], dict(zip(KINDS, map(float, earned), strict=True)))
     return out
 
 
@@ -343,10 +347,41 @@ def total(built: dict, names: list[str], weights: list[float], completion: str, 
 
 
 @pytest.mark.parametrize("mix", sorted(readme_mixes()))
-def test_an_empty_answer_earns_nothing_under_every_mix(mix_rewards, mix: str) -> None:
+def test_the_readme_table_says_what_each_kind_of_completion_earns(mix_rewards, mix: str) -> None:
     names, weights, stated = readme_mixes()[mix]
-    row = sample_rows()[0]
-    right = total(mix_rewards, names, weights, mod("task").gold_completion(row), row)
+    task = mod("task")
+    repeats = common.repetition_score  # the table's figures are for answers that repeat no phrase (0)
+    rows = [r for r in sample_rows() if repeats(task.gold_completion(r)) == repeats(task.untagged_completion(r)) == 0]
+    row = rows[0]
+    gold = task.gold_completion(row)
+    wrong = gold[: gold.rindex("<answer>")] + "<answer>\nnone\n</answer>"  # well-formed, and no credit at all
+    assert mix_rewards["correctness"](completions=[wrong], **{k: [v] for k, v in row.items()}) == [0.0]
+    earned = {
+        "right": total(mix_rewards, names, weights, task.gold_completion(row), row),
+        "untagged": total(mix_rewards, names, weights, task.untagged_completion(row), row),
+        "wrong": total(mix_rewards, names, weights, wrong, row),
+    }
     empty = [total(mix_rewards, names, weights, text, row) for text in EMPTY_ANSWERS]
-    assert max(empty) <= EMPTY_BOUND < right
-    assert empty == [pytest.approx(stated)] * len(EMPTY_ANSWERS)  # what the README's table says
+    assert earned == pytest.approx({kind: stated[kind] for kind in earned})  # what the README's table says
+    assert empty == [pytest.approx(stated["empty"])] * len(EMPTY_ANSWERS)
+    assert max(empty) <= EMPTY_BOUND < earned["wrong"] < earned["right"]
+    if earned["untagged"]:  # read without tags: worth more than any wrong answer, less than the right one in tags
+        assert earned["wrong"] < earned["untagged"] < earned["right"]
+    assert common.FORMAT.open(common.FORMAT.answer_tag) not in task.untagged_completion(row)
+
+
+JUNK = "Sure! Here is a long preamble that has nothing to do with the format. " * 45  # ~3,000 characters
+
+
+@pytest.mark.parametrize("where", ["before", "between", "after"])
+def test_text_outside_the_blocks_is_not_free(where: str) -> None:
+    reasoning, answer = "<reasoning>\nthinking\n</reasoning>", "<answer>\n73\n</answer>"
+    text = {"before": JUNK + reasoning + answer, "between": reasoning + JUNK + answer,
+            "after": reasoning + answer + JUNK}
+    clean = common.format_score(reasoning + "\n" + answer)
+    assert clean == 1.0
+    assert common.format_score(text[where]) == pytest.approx(clean - common.MAX_OUTSIDE_COST)  # capped at the most
+    short = {"before": "Sure! " + reasoning + answer, "after": reasoning + answer + " Sure!"}.get(where)
+    if short:  # and charged by the character below the cap ("Sure!" is 5 characters)
+        assert common.format_score(short) == pytest.approx(clean - 0.005)
+    assert rewards.REWARD_FUNCS["format_strict"](completions=[text[where]]) == [0.0]

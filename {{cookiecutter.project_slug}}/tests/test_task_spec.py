@@ -26,8 +26,10 @@ def test_the_check_names_what_a_module_lacks():
     partial = types.SimpleNamespace(NAME="x", INSTRUCTION="i", SYSTEM_PROMPT="s", COLUMNS={"q": "text"},
                                     REQUIRED_COLUMNS=("q",), ERRORS=(ValueError, "oops"), TaskArguments=TaskArguments,
                                     normalize=lambda row: row, user_message=lambda: "", gold_completion=len,
+                                    untagged_completion=lambda: "",
                                     generate_curriculum=lambda n, seed=0, part="train": [])
     assert contract.spec_problems(partial) == [
         "COLUMNS['q'] must be a Column", "ERRORS must hold exception classes", "from_hub_row() is missing",
-        "user_message() must take 1 positional parameter(s)"]
+        "user_message() must take 1 positional parameter(s)",
+        "untagged_completion() must take 1 positional parameter(s)"]
     assert contract.spec_problems(types.SimpleNamespace())[:2] == ["NAME must be a str", "INSTRUCTION must be a str"]

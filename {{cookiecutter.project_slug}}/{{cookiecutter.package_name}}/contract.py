@@ -132,13 +132,15 @@ class TaskSpec(Protocol):
 
     def gold_completion(self, row: dict) -> str: ...  # a well-formed completion with the gold answer
 
+    def untagged_completion(self, row: dict) -> str: ...  # the gold answer written without the answer format
+
     def generate_curriculum(self, n: int, seed: int = 0, part: str = "train") -> list[dict]: ...
 
 
 SPEC_TYPES = {"NAME": str, "INSTRUCTION": str, "SYSTEM_PROMPT": str, "COLUMNS": dict, "REQUIRED_COLUMNS": tuple,
               "ERRORS": tuple}
 SPEC_FUNCTIONS = {"normalize": 1, "from_hub_row": 1, "user_message": 1, "gold_completion": 1,
-                  "generate_curriculum": 3}  # positional parameters each takes
+                  "untagged_completion": 1, "generate_curriculum": 3}  # positional parameters each takes
 
 
 def spec_problems(module) -> list[str]:

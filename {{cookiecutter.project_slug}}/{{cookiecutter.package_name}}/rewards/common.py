@@ -180,6 +180,9 @@ def column(values: object, n: int) -> list[Any]:
 # --------------------------------------------------------------------------------------------------- format
 
 
+MAX_OUTSIDE_COST = 0.5  # the most text outside the format's blocks costs (0.001 per character)
+
+
 def format_score(text: str, fmt: AnswerFormat = FORMAT) -> float:
     """Incremental format score in [0, 1].
 
@@ -188,9 +191,12 @@ def format_score(text: str, fmt: AnswerFormat = FORMAT) -> float:
     ``<reasoning>`` earns nothing, and a completion with only the answer block earns half). A tag whose body (from
     its opening tag, or the previous marker when that is missing, to its closing tag, or the next tag's opening
     when that is missing) has no :func:`has_content` earns nothing: ``<answer> </answer>`` is not an answer. Each
-    tag is expected once: a tag that occurs more than once costs a quarter of its share. Text after the last
-    closing tag costs up to 0.25 (0.001 per character), so "answer then ramble" is always worth less than a clean
-    finish. Empty or non-text input scores 0.
+    tag is expected once: a tag that occurs more than once costs a quarter of its share. Text outside the blocks
+    (before the first opening tag, between one block's closing tag and the next block's opening tag, after the last
+    closing tag; whitespace aside) costs 0.001 per character, up to ``MAX_OUTSIDE_COST`` (0.5): "answer then
+    ramble" and "junk, then a well-formed answer" are always worth less than a clean completion. Text before a
+    closing tag whose opening tag is missing is that tag's body (the opening tag may end the prompt), not outside.
+    Empty or non-text input scores 0.
     """
     if not text:
         return 0.0
@@ -198,6 +204,8 @@ def format_score(text: str, fmt: AnswerFormat = FORMAT) -> float:
     score = 0.0
     pos = 0
     last_end = -1
+    after_block = True  # no marker yet, or the last one closed a block: text up to the next opening is outside
+    outside = 0  # characters outside the blocks, whitespace aside
     for i, tag in enumerate(fmt.tags):
         opened = text.find(fmt.open(tag), pos)
         start = pos if opened < 0 else opened + len(fmt.open(tag))
@@ -207,6 +215,8 @@ def format_score(text: str, fmt: AnswerFormat = FORMAT) -> float:
             following = text.find(fmt.open(fmt.tags[i + 1]), start) if i + 1 < len(fmt.tags) else -1
             end = following if following >= 0 else len(text)
         credit = share if has_content(text[start:end]) else 0.0
+        if opened >= 0 and after_block:  # before the first block, or between a closing tag and this opening
+            outside += len(text[max(last_end, 0) : opened].strip())
         for marker, idx in ((fmt.open(tag), opened), (fmt.close(tag), closed)):
             if idx < 0:
                 continue  # missing (or out of order): no credit, later markers are still looked for
@@ -215,9 +225,10 @@ def format_score(text: str, fmt: AnswerFormat = FORMAT) -> float:
                 score -= share / 4
             pos = idx + len(marker)
             last_end = pos
+            after_block = marker == fmt.close(tag)
     if last_end >= 0:
-        trailing = len(text[last_end:].strip())
-        score -= min(0.25, 0.001 * trailing)
+        outside += len(text[last_end:].strip())
+        score -= min(MAX_OUTSIDE_COST, 0.001 * outside)
     return max(0.0, min(1.0, score))
 
 

@@ -105,6 +105,13 @@ def gold_completion(row: dict) -> str:
     )
 
 
+def untagged_completion(row: dict) -> str:
+    """The reference solution written without the answer format: a sentence, then a fenced Python block (the README's
+    reward table says what it earns)."""
+    code = str(row.get("solution") or "").strip()
+    return f"Implement the function directly.\n\n```python\n{code}\n```"
+
+
 def generate_curriculum(n: int, seed: int = 0, part: str = "train") -> list[dict]:
     """``n`` two-argument functions that return one of their arguments, sampled with ``seed``.
 

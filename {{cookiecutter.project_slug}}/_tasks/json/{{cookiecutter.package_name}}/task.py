@@ -62,6 +62,13 @@ def gold_completion(row: dict) -> str:
     return f"<reasoning>\nExtract the fields the schema asks for.\n</reasoning>\n<answer>\n{doc}\n</answer>"
 
 
+def untagged_completion(row: dict) -> str:
+    """The gold document written without the answer format: a sentence, then a fenced JSON block (the README's reward
+    table says what it earns)."""
+    doc = json.dumps(json.loads(row["answer"]), ensure_ascii=False)
+    return f"Extract the fields the schema asks for.\n\n```json\n{doc}\n```"
+
+
 # A deterministic generator of extraction tasks (text + schema + gold JSON), the default training data: no public
 # hub dataset pairs free text with a JSON Schema and a gold document in this shape. dataset_name "generate:N".
 _FIRST = ["Maria", "James", "Aiko", "Omar", "Lena", "Chen", "Priya", "Lucas", "Fatima", "Noah", "Elif", "Mateo"]

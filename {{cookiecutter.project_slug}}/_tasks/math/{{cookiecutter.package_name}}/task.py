@@ -66,6 +66,15 @@ def gold_completion(row: dict) -> str:
     return f"<reasoning>\n{reasoning}\n</reasoning>\n<answer>\n{final}\n</answer>"
 
 
+def untagged_completion(row: dict) -> str:
+    """The right answer written without the answer format, as instruct models answer by default: the working, then
+    the final answer in a ``\\boxed{}`` (the README's reward table says what it earns)."""
+    solution, final = split_gold(row["answer"])
+    bare = final.strip().strip("$").strip()
+    boxed = bare if bare.startswith("\\boxed{") else "\\boxed{" + bare + "}"
+    return f"{solution or 'The answer follows from the problem statement.'}\n\nThe answer is ${boxed}$."
+
+
 def generate_curriculum(n: int, seed: int = 0, part: str = "train") -> list[dict]:
     """``n`` one-step identities whose answer is one of the operands, sampled with ``seed``.
 
