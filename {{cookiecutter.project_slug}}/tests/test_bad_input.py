@@ -51,6 +51,15 @@ CONFIG_CASES = {  # id: (run_cli keyword arguments, words the line must hold)
     "bad option value": ({"argv": ["--max_completion_length", "-4"]}, ["max_completion_length", "positive"]),
     "negative exponent value": ({"argv": ["--learning_rate", "-1e-4"]}, ["learning_rate", "positive"]),
     "missing config": ({"config": "configs/no-such.yaml"}, ["no-such.yaml", "does not exist"]),
+    # the smoke config builds a random model at model_name_or_path: never at a model the user typed or a hub id
+    "a hub model on the smoke config": ({"argv": ["--model_name_or_path", "Qwen/Qwen2.5-0.5B-Instruct"]},
+                                        ["model_name_or_path: 'Qwen/Qwen2.5-0.5B-Instruct' is the command line's",
+                                         "random-weight tiny model", "--config configs/<preset>.yaml",
+                                         "--build_tiny_model false"]),
+    "a typed path on the smoke config": ({"argv": ["--model_name_or_path", "./nope"]},
+                                         ["'./nope' is the command line's model", "random-weight"]),
+    "a hub id in a config that builds": ({"settings": {"model_name_or_path": "someone/model"}},
+                                         ["config.yaml: model_name_or_path: 'someone/model' is a hub id"]),
 }
 
 
@@ -59,6 +68,20 @@ def test_config_errors_are_one_line_before_the_data_loads(run_cli, case):
     kwargs, words = CONFIG_CASES[case]
     message = run_cli(**kwargs)
     assert all(word in message for word in words), message
+
+
+def test_the_tiny_model_is_built_only_where_the_file_says():
+    rules = mod("rules")
+    smoke = {"build_tiny_model": True, "model_name_or_path": ".smoke/tiny-model"}
+    assert rules.tiny_model_problems(smoke) == []  # the smoke config as shipped
+    assert rules.tiny_model_problems({**smoke, "model_name_or_path": "/tmp/run/tiny"}) == []  # a file's own path
+    typed = {"model_name_or_path"}
+    assert rules.tiny_model_problems(smoke, typed)  # typed on the command line: refused ...
+    assert rules.tiny_model_problems({**smoke, "build_tiny_model": False}, typed) == []  # ... unless it loads it
+    assert rules.tiny_model_problems(smoke, typed | {"build_tiny_model"}) == []  # or the command line asks for both
+    for name in ("Qwen/Qwen2.5-0.5B-Instruct", "gpt2", "org/model"):  # hub-shaped, even with the flag typed
+        assert rules.tiny_model_problems({**smoke, "model_name_or_path": name}, {"build_tiny_model"})
+    assert not (ROOT / "Qwen").exists() and not (ROOT / "nope").exists()  # no refused run wrote a model
 
 
 def test_text_the_parser_converts_is_not_refused(tmp_path):

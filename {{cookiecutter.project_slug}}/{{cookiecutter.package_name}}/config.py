@@ -218,7 +218,7 @@ def parse_args(argv: list[str]) -> Arguments:
     settings = read_yaml(path)
     check_yaml(settings, path, known)
     options = command_line_values(the_parser, argv[2:])
-    raise_first(path, check_values({**settings, **options}), set(options))
+    raise_first(path, check_values({**settings, **options}, set(options)), set(options))
     try:
         return tuple(the_parser.parse_args_and_config(argv))
     except ConfigError:

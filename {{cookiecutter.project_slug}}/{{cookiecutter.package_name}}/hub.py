@@ -19,12 +19,17 @@ class HubError(ValueError):
     """A model or dataset id the hub cannot give us; its message is one line that says what to do."""
 
 
+def shaped_like_hub_id(name: str) -> bool:
+    """Whether ``name`` is written as a hub id (``name`` or ``org/name``), whatever exists on disk: not ``./x``,
+    ``/x``, ``~/x``, ``a/b/c``, a data file, or a folder under one of the project's output folders."""
+    if name.startswith((".", "/", "~")) or "\\" in name or name.count("/") > 1 or name.endswith(LOCAL_SUFFIXES):
+        return False
+    return not ("/" in name and name.split("/", 1)[0] in LOCAL_ROOTS)
+
+
 def looks_like_path(name: str) -> bool:
     """Whether a model or dataset argument is meant as a local path (a hub id is ``name`` or ``org/name``)."""
-    if name.startswith((".", "/", "~")) or "\\" in name or name.count("/") > 1 or name.endswith(LOCAL_SUFFIXES):
-        return True
-    first = name.split("/", 1)[0]
-    return "/" in name and (first in LOCAL_ROOTS or Path(first).is_dir())
+    return not shaped_like_hub_id(name) or ("/" in name and Path(name.split("/", 1)[0]).is_dir())
 
 
 def is_hub_id(name: str | None) -> bool:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
+from .hub import shaped_like_hub_id
 from .rewards import check_reward_config
 from .settings import setting
 from .training.backend import BACKENDS
@@ -67,12 +68,29 @@ RULES: dict[str, tuple[Callable[[object], bool], str]] = {
 }
 
 
-def check_values(config: Mapping) -> list[str]:
-    """Problems with the settings a config gives, one line each, starting with the key: the table's rules, then the
-    reward names and their weights."""
+def check_values(config: Mapping, typed: frozenset[str] | set[str] = frozenset()) -> list[str]:
+    """Problems with the settings a config gives, one line each, starting with the key: the table's rules, the
+    reward names and their weights, then where a tiny model may be built (``typed``: the keys the command line
+    gave)."""
     problems = [f"{key}: {config[key]!r} {wanted}" for key, (test, wanted) in RULES.items()
                 if key in config and not test(config[key])]
-    return problems + reward_problems(config)
+    return problems + reward_problems(config) + tiny_model_problems(config, typed)
+
+
+def tiny_model_problems(config: Mapping, typed: frozenset[str] | set[str] = frozenset()) -> list[str]:
+    """A config that builds the smoke run's random-weight model (``build_tiny_model: true``) builds it only at the
+    path its file names, and never at a name shaped like a hub id: a model typed on the command line (or a hub id)
+    would otherwise be silently replaced by a random one, written into the project."""
+    name = config.get("model_name_or_path")
+    if not config.get("build_tiny_model") or not isinstance(name, str):
+        return []
+    typed_model = "model_name_or_path" in typed and "build_tiny_model" not in typed  # the file asked to build it
+    if typed_model or shaped_like_hub_id(name):
+        where = "the command line's model" if typed_model else "a hub id"
+        return [f"model_name_or_path: {name!r} is {where}, but this config builds a random-weight tiny model at "
+                f"model_name_or_path (build_tiny_model: true, the smoke run's); to train {name} use a preset "
+                f"(--config configs/<preset>.yaml), or add --build_tiny_model false to load it with these settings"]
+    return []
 
 
 def reward_problems(config: Mapping) -> list[str]:
