@@ -269,6 +269,25 @@ def task_spec(name: str) -> TaskSpec:
         raise FailedHookException(f"error: {error}") from None
 
 
+def template_source() -> dict:
+    """The template global: the commit this template is at (``_commit``, where ``update_project.py`` starts from) and
+    where it is (``_template_path``); empty unless the template folder is the top of a git clone with no uncommitted
+    change to a tracked file (a render of changed files is not any commit)."""
+    import subprocess
+
+    def git(*args: str) -> str | None:
+        done = subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True, timeout=30)
+        return done.stdout.strip() if done.returncode == 0 else None
+
+    try:
+        top, head, changes = (git("rev-parse", "--show-toplevel"), git("rev-parse", "--verify", "HEAD"),
+                              git("status", "--porcelain", "--untracked-files=no"))
+    except (OSError, subprocess.SubprocessError):  # no git here
+        top = head = changes = None
+    clean = head and top is not None and Path(top).resolve() == ROOT and changes == ""
+    return {"_commit": head, "_template_path": str(ROOT)} if clean else {}
+
+
 class Refusals(Extension):
     def __init__(self, environment) -> None:
         super().__init__(environment)
@@ -279,3 +298,4 @@ class TaskSpecs(Extension):
     def __init__(self, environment) -> None:
         super().__init__(environment)
         environment.globals["task_spec"] = task_spec
+        environment.globals["template_source"] = template_source

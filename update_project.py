@@ -132,8 +132,8 @@ def update(project: Path, old: str | None, new: str | None) -> list[str]:
     commit = commit_of(new)
     if commit and (project / ANSWERS).is_file():  # the next update starts from here
         saved = json.loads((project / ANSWERS).read_text(encoding="utf-8"))
-        (project / ANSWERS).write_text(json.dumps({**saved, "_commit": commit}, indent=4, sort_keys=True) + "\n",
-                                       encoding="utf-8")
+        recorded = {**saved, "_commit": commit, "_template_path": str(TEMPLATE)}
+        (project / ANSWERS).write_text(json.dumps(recorded, indent=4, sort_keys=True) + "\n", encoding="utf-8")
     return conflicts
 
 

@@ -31,6 +31,7 @@ STALL_S = 600.0  # a step that prints nothing for this long has hung
 PROGRESS_EVERY_S = 10.0  # without a terminal, one progress line this often
 PROGRESS = re.compile(r"train: step (\d+)/(\d+)")
 PROGRESS_PREFIXES = ("train: step", "format priming step")
+ANSWERS = ".cookiecutter.json"  # the answers cookiecutter records; update_project.py reads them
 CPU_TORCH_INDEX = "https://download.pytorch.org/whl/cpu"  # the CPU build (PyPI's Linux torch is the CUDA one)
 
 
@@ -186,13 +187,24 @@ def next_path(root: Path, environ=os.environ) -> str:
     return str(root)
 
 
-def main(context: dict, root: Path | None = None) -> int:
+def record_source(root: Path, source: dict) -> None:
+    """Add the template's commit and path (``local_extensions.template_source``: none for a template with
+    uncommitted changes, or not a git clone) to the project's ``.cookiecutter.json``, so ``update_project.py`` knows
+    where the project came from."""
+    answers = root / ANSWERS
+    if source and answers.is_file():
+        saved = json.loads(answers.read_text(encoding="utf-8"))
+        answers.write_text(json.dumps({**saved, **source}, indent=4, sort_keys=True) + "\n", encoding="utf-8")
+
+
+def main(context: dict, root: Path | None = None, source: dict | None = None) -> int:
     root = root or Path.cwd()
     try:
         promote_task(root, context["task"])
     except (FileExistsError, FileNotFoundError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
+    record_source(root, source or {})
     ok = smoke(root, context)
     print(f"\nGenerated {root}. Next: cd {next_path(root)} && see README.md ('Install', then 'Train').")
     if not ok:
@@ -202,4 +214,5 @@ def main(context: dict, root: Path | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(json.loads(r'''{{ cookiecutter | tojson }}''')))
+    sys.exit(main(json.loads(r'''{{ cookiecutter | tojson }}'''),
+                  source=json.loads(r'''{{ template_source() | tojson }}''')))

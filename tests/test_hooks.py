@@ -1,6 +1,7 @@
 """The hooks as functions: every answer and combination rule of pre_gen, and post_gen's task promotion."""
 
 import importlib.util
+import json
 import shutil
 import subprocess
 import sys
@@ -334,3 +335,30 @@ def test_next_path_is_relative_to_where_cookiecutter_started(tmp_path):
     elsewhere.mkdir()
     assert post.next_path(project, {"PWD": str(elsewhere)}) == str(project)
     assert post.next_path(project, {}) == str(project)
+
+
+def test_the_project_records_the_template_commit_it_was_generated_from(tmp_path):
+    """Generated from a clean git clone of the template, .cookiecutter.json holds the clone's commit and path, and
+    update_project.py needs no --from; from a clone with an uncommitted change, no commit is claimed."""
+    clone = tmp_path / "grpo-template"
+    subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True, timeout=120)
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=clone, capture_output=True, text=True).stdout.strip()
+    cookiecutter = Path(sys.executable).with_name("cookiecutter")
+
+    def render(out: Path) -> dict:
+        subprocess.run([str(cookiecutter), "--no-input", "-o", str(out), str(clone), "smoke_test=skip"],
+                       check=True, capture_output=True, timeout=300)
+        return json.loads((out / "grpo-reasoner" / ".cookiecutter.json").read_text())
+
+    answers = render(tmp_path / "clean")
+    assert (answers["_commit"], answers["_template_path"]) == (head, str(clone.resolve()))
+    project = tmp_path / "clean" / "grpo-reasoner"
+    commit = ["-c", "user.name=u", "-c", "user.email=u@x", "commit", "-qm", "gen"]
+    for args in (["init", "-q"], ["add", "-A"], commit):
+        subprocess.run(["git", *args], cwd=project, check=True, capture_output=True)
+    done = subprocess.run([sys.executable, str(clone / "update_project.py"), str(project)], capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0 and done.stdout.startswith("updated"), done.stdout + done.stderr
+    with open(clone / "README.md", "a", encoding="utf-8") as readme:  # a change not committed: no commit to name
+        readme.write("\nlocal change\n")
+    assert "_commit" not in render(tmp_path / "changed")
