@@ -58,6 +58,9 @@ def test_torch_is_installed_the_same_way_everywhere():
     installs = [line for line in makefile.splitlines() if "pip install" in line and "-r " not in line]
     assert [line.split("--quiet ")[1].rstrip("; \\") for line in installs] == ["$(TORCH)", "$(TORCH_PIN)"], installs
     assert cpu in readme and cpu in project_readme and cpu in (ROOT / "requirements-dev.txt").read_text()
+    # the project README's CPU command gives up on an index that does not answer and falls back, as make does
+    assert re.search(rf"{re.escape(cpu)} --timeout \d+ --retries 1 \\\n +\|\| pip install torch==[0-9.]+\n",
+                     project_readme)
     gpu = re.search(r"^# or with an NVIDIA GPU.*\n(pip install torch==[0-9.]+)\n", project_readme, re.MULTILINE)
     assert gpu and "CUDA" in gpu.group(0) and "--index-url" not in gpu.group(1)
     assert re.search(r"pip install torch==[0-9.]+ && .*# GPU machine: PyPI's torch is the CUDA", readme)
