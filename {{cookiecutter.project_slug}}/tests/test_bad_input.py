@@ -32,7 +32,8 @@ SMOKE_TEXT = (ROOT / "configs" / "smoke.yaml").read_text(encoding="utf-8")
 
 CONFIG_CASES = {  # id: (run_cli keyword arguments, words the line must hold)
     "malformed YAML": ({"text": SMOKE_TEXT + "\nextra: [1, 2\n"}, ["not valid YAML", "line"]),
-    "YAML that is a list": ({"text": "- a\n- b\n"}, ["mapping of settings"]),
+    "YAML that is a list": ({"text": "- a\n- b\n"}, ["mapping of settings", "not a list"]),
+    "empty YAML": ({"text": "# nothing yet\n"}, ["is empty", "key: value", "configs/"]),
     "unknown setting": ({"settings": {"learning_rat": 0.1}}, ["unknown setting", "learning_rate"]),
     "max_completion_length 0": ({"settings": {"max_completion_length": 0}}, ["max_completion_length", "positive"]),
     "negative batch": ({"settings": {"per_device_train_batch_size": -8}}, ["per_device_train_batch_size", "positive"]),

@@ -102,7 +102,7 @@ def render(samples: list) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = OneLineParser(prog="chat.py", description="Ask a trained model a question in the task's format.")
+    parser = OneLineParser(description="Ask a trained model a question in the task's format.")
     parser.add_argument("prompt", nargs="?", help="the question (or a JSON row); none: read prompts interactively")
     parser.add_argument("--config", help="the run's config: system prompt, sampling, lengths (default: the preset)")
     parser.add_argument("--model", help="a merged model dir, a run's output dir (LoRA), a checkpoint or a hub id "

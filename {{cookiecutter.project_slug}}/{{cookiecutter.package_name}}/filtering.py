@@ -347,7 +347,7 @@ def settings_from_args(args: argparse.Namespace) -> evaluate.Settings:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = evaluate.OneLineParser(
-        prog="filter.py", allow_abbrev=False,
+        allow_abbrev=False,
         description="Keep the training prompts whose pass rate lies in [low, high].",
     )
     parser.add_argument("--config", help="the training config (default: the project's GPU preset)")

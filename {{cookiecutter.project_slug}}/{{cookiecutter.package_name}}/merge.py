@@ -127,7 +127,7 @@ def push(folder: Path, repo_id: str, private: bool | None = None, token: str | N
 
 
 def build_parser() -> OneLineParser:
-    parser = OneLineParser(prog="merge.py", description="Merge a run's LoRA adapter into a standalone model.")
+    parser = OneLineParser(description="Merge a run's LoRA adapter into a standalone model.")
     parser.add_argument("model", nargs="?", help="a run's output dir or one of its checkpoints "
                                                  "(default: the config's output_dir)")
     parser.add_argument("--config", help=f"the run's config: output_dir, hub_model_id (default: {DEFAULT_CONFIG})")

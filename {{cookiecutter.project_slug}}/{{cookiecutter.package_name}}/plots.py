@@ -187,7 +187,7 @@ def plot(history: list[dict], output: Path, title: str = "", warnings: list[tupl
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="plot.py", description="Plot a GRPO run's training curves to a PNG.", allow_abbrev=False
+        description="Plot a GRPO run's training curves to a PNG.", allow_abbrev=False
     )
     parser.add_argument("run", help="run dir (output_dir), a checkpoint dir, or a trainer_state.json")
     parser.add_argument("--output", help="PNG path (default: <run dir>/training.png)")

@@ -92,9 +92,12 @@ def read_yaml(path: str | os.PathLike) -> dict:
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(error, "problem", None) or str(error).strip().splitlines()[0]
         raise ConfigError(f"config {path!r} is not valid YAML{where}: {problem}; fix that line") from error
+    if settings is None:
+        raise ConfigError(f"config {path!r} is empty: it needs settings, one `key: value` per line "
+                          f"(start from a preset in configs/)")
     if not isinstance(settings, dict):
-        raise ConfigError(f"config {path!r} must be a mapping of settings (one `key: value` per line), "
-                          f"not {type(settings).__name__}")
+        kind = {list: "a list", str: "a line of text"}.get(type(settings), type(settings).__name__)
+        raise ConfigError(f"config {path!r} must be a mapping of settings (one `key: value` per line), not {kind}")
     return settings
 
 

@@ -172,7 +172,7 @@ class OneLineParser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(
-        prog="eval.py", allow_abbrev=False, description="Evaluate a model on the eval split with the training rewards."
+        allow_abbrev=False, description="Evaluate a model on the eval split with the training rewards."
     )
     parser.add_argument("--config", help="the training config (default: the project's GPU preset)")
     parser.add_argument("--model", help="model dir, hub id or LoRA adapter dir (default: the config's model)")
