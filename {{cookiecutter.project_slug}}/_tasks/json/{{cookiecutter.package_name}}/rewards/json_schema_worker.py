@@ -27,19 +27,31 @@ from typing import Any
 _UNRESOLVABLE = ("Unresolvable", "Unretrievable", "NoSuchResource", "_WrappedReferencingError")
 
 
+def _sibling(here: str, name: str) -> Any:
+    """A sibling module loaded by path (the same pattern, format and number rules as in-process)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, os.path.join(here, f"{name}.py"))
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module
+
+
 def main() -> None:
     here = os.path.dirname(os.path.abspath(__file__))
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]  # never import siblings by accident
     try:
-        import importlib.util
-
         import jsonschema
+        from jsonschema_specifications import REGISTRY as SPECIFICATIONS
         from referencing import Registry
         from referencing.exceptions import NoSuchResource
 
-        spec = importlib.util.spec_from_file_location("json_schema_screen", os.path.join(here, "json_schema_screen.py"))
-        screen = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-        spec.loader.exec_module(screen)  # type: ignore[union-attr]  # the same pattern and format rules as in-process
+        import idna  # noqa: F401  (IDNA 2008 host names)
+        import jsonschema._utils
+        import regress  # noqa: F401  (the ECMA-262 regex engine: without either, no verdict)
+
+        screen, rules = (_sibling(here, name) for name in ("json_schema_screen", "json_formats"))
+        jsonschema._utils.re = rules.EcmaRe  # unevaluatedProperties' patternProperties search: ECMA-262 too
     except Exception as exc:
         sys.stdout.write(json.dumps({"ready": False, "error": repr(exc)}) + "\n")
         sys.stdout.flush()
@@ -54,9 +66,10 @@ def main() -> None:
             schema = json.loads(schema_text)
             if not isinstance(schema, (dict, bool)):
                 return None
-            cls, formats = screen.json_schema_class(jsonschema, schema)
-            cls.check_schema(schema)
-            return cls(schema, registry=Registry(retrieve=refuse), format_checker=formats)
+            cls, formats = screen.json_schema_class(jsonschema, schema, rules)
+            cls.check_schema(schema, format_checker=formats)
+            registry = SPECIFICATIONS.combine(Registry(retrieve=refuse))  # the drafts' metaschemas, nothing remote
+            return cls(schema, registry=registry, format_checker=formats)
         except Exception:
             return None
 

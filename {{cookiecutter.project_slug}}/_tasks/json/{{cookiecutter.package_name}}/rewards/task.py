@@ -61,6 +61,7 @@ from typing import Any
 
 from ..answer_format import FORMAT, MAX_COMPLETION_CHARS, extract_answer
 from .common import column, completion_texts, register
+from . import json_formats
 from .json_compare import json_equal, leaf_fraction
 from .json_schema_screen import RISKY_KEYWORDS, bounded_pattern, json_schema_class, patterns_bounded, schema_keys
 from .timed_worker import TimedWorker
@@ -241,9 +242,10 @@ def local_validator(schema_text: str) -> Any:
         if not isinstance(schema, (dict, bool)) or schema_keys(schema) & RISKY_KEYWORDS or not patterns_bounded(schema):
             return None
         import jsonschema
+        import regress  # noqa: F401  (ECMA-262 patterns; without it, the worker reports no verdict)
 
-        cls, _ = json_schema_class(jsonschema, schema)
-        cls.check_schema(schema)
+        cls, formats = json_schema_class(jsonschema, schema, json_formats)
+        cls.check_schema(schema, format_checker=formats)
         return cls(schema)
     except Exception:
         return None  # no jsonschema here, or a bad schema: the worker decides
