@@ -9,11 +9,13 @@ Protocol, one JSON object per line: ``{"ready": true}`` once jsonschema is impor
 ...}`` when it cannot be), then for each request ``{"s": schema_text}`` -> ``{"bad": bool}`` (is it unusable as a
 schema?) and ``{"s": schema_text, "d": document_text}`` -> ``{"v": true | false | null}`` (``null``: the schema
 needs a remote ``$ref``, which is never fetched). Validators honour ``$schema`` (Draft 2020-12 when absent), match
-``pattern`` as JSON Schema means it and check formats (``json_schema_screen.json_schema_class``, loaded by path);
-they are cached per schema text.
+regexes as ECMA-262, compare ``multipleOf`` exactly and check every Draft 2020-12 format
+(``json_schema_screen.json_schema_class`` with the rules of ``json_formats.py``, both loaded by path); they are
+cached per schema text. jsonschema's own property-name searches (``unevaluatedProperties`` over
+``patternProperties``) are pointed at the ECMA-262 matcher too: this process is the reward's own.
 
-Runs as a script, not as part of the package: stdlib plus jsonschema/referencing, and its sibling
-``json_schema_screen.py`` (stdlib only) loaded explicitly by path.
+Runs as a script, not as part of the package: stdlib plus jsonschema/referencing, regress and idna, and its
+siblings ``json_schema_screen.py`` and ``json_formats.py`` loaded explicitly by path.
 """
 
 from __future__ import annotations
@@ -47,11 +49,12 @@ def main() -> None:
         from referencing.exceptions import NoSuchResource
 
         import idna  # noqa: F401  (IDNA 2008 host names)
+        import jsonschema._legacy_keywords
         import jsonschema._utils
         import regress  # noqa: F401  (the ECMA-262 regex engine: without either, no verdict)
 
         screen, rules = (_sibling(here, name) for name in ("json_schema_screen", "json_formats"))
-        jsonschema._utils.re = rules.EcmaRe  # unevaluatedProperties' patternProperties search: ECMA-262 too
+        jsonschema._utils.re = jsonschema._legacy_keywords.re = rules.EcmaRe  # unevaluated*: ECMA-262 searches too
     except Exception as exc:
         sys.stdout.write(json.dumps({"ready": False, "error": repr(exc)}) + "\n")
         sys.stdout.flush()
