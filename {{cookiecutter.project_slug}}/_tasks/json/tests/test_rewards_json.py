@@ -468,9 +468,9 @@ FORMAT_CASES = {
     "ipv6": ("::ffff:192.168.0.1", ["fe80::1%eth0", "12345::", "::\u0661"]),
     "uri": ("http://[2001:db8::1]:80/a?b=c#d", ["//example.com/a", "http://a b", "\\\\WINDOWS\\share", "http://[zz]/"]),
     "uri-reference": ("../a/b?c#d", ["\\\\WINDOWS\\fileshare", "#frag\\ment", "http://a b"]),
-    "iri": ("http://\u0192\u00f8\u00f8.\u00df\u00e5r/?\u2202\u00e9\u0153=\u03c0\u00eex", ["/abc", "http://a b", "\\\\a"]),
+    "iri": ("http://\u0192\u00f8\u00f8.\u00df\u00e5r/?\u2202\u00e9\u0153=\u03c0\u00eex", ["/abc", "http://a b"]),
     "iri-reference": ("//\u0192\u00f8\u00f8.\u00df\u00e5r/?\u2202", ["\\\\WINDOWS\\fileshare", "#\u20ac\\x"]),
-    "uuid": ("2eb8aa08-aa98-11ea-b4aa-73b441d16380", ["2eb8aa08-aa98-11ea-b4aa-73b441d1638", "2eb8aa08aa9811eab4aa73b441d16380"]),
+    "uuid": ("2eb8aa08-aa98-11ea-b4aa-73b441d16380", ["2eb8aa08-aa98-11ea-b4aa-73b441d1638", "2eb8aa08" * 4]),
     "uri-template": ("http://example.com/dictionary/{term:1}/{term}", ["http://example.com/{term", "{a b}", "{x:0}"]),
     "json-pointer": ("/foo/bar~0/baz~1/%a", ["/foo/bar~", "foo/bar", "/~2"]),
     "relative-json-pointer": ("1/foo/bar", ["/foo/bar", "-1/foo", "01/a", "0##"]),
@@ -522,7 +522,8 @@ def test_ecma_patterns_apply_in_process_and_in_the_worker() -> None:
     assert json_task.local_validator(local) is not None and json_task.local_validator(worker) is None
     for schema in (local, worker):
         assert batch(schema, '{"v": "ab"}', ["a\u2028", "a\r"]) == [1.0, 0.1, 0.1]
-    keys = json.dumps({"type": "object", "patternProperties": {"^\\d+$": {"type": "integer"}}, "additionalProperties": False})
+    digits = {"^\\d+$": {"type": "integer"}}
+    keys = json.dumps({"type": "object", "patternProperties": digits, "additionalProperties": False})
     texts = [wrap('{"3": 1}'), wrap('{"\u0663": 1}'), wrap('{"3\\n": 1}')]
     assert correctness(completions=texts, schema=[keys] * 3, answer=['{"3": 1}'] * 3) == [1.0, 0.1, 0.1]
 

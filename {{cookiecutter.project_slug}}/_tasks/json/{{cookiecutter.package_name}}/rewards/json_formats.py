@@ -24,9 +24,10 @@ import datetime
 import ipaddress
 import re
 import unicodedata
+from collections.abc import Callable
 from fractions import Fraction
 from functools import lru_cache
-from typing import Any, Callable
+from typing import Any
 
 MAX_REGEX_CACHE = 512
 

@@ -43,15 +43,14 @@ def main() -> None:
     here = os.path.dirname(os.path.abspath(__file__))
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]  # never import siblings by accident
     try:
-        import jsonschema
-        from jsonschema_specifications import REGISTRY as SPECIFICATIONS
-        from referencing import Registry
-        from referencing.exceptions import NoSuchResource
-
         import idna  # noqa: F401  (IDNA 2008 host names)
+        import jsonschema
         import jsonschema._legacy_keywords
         import jsonschema._utils
         import regress  # noqa: F401  (the ECMA-262 regex engine: without either, no verdict)
+        from jsonschema_specifications import REGISTRY as SPECIFICATIONS
+        from referencing import Registry
+        from referencing.exceptions import NoSuchResource
 
         screen, rules = (_sibling(here, name) for name in ("json_schema_screen", "json_formats"))
         jsonschema._utils.re = jsonschema._legacy_keywords.re = rules.EcmaRe  # unevaluated*: ECMA-262 searches too

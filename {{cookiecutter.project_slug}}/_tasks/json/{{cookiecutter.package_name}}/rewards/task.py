@@ -72,8 +72,8 @@ from pathlib import Path
 from typing import Any
 
 from ..answer_format import FORMAT, MAX_COMPLETION_CHARS, extract_answer
-from .common import column, completion_texts, register
 from . import json_formats
+from .common import column, completion_texts, register
 from .json_compare import json_equal, leaf_fraction
 from .json_schema_screen import RISKY_KEYWORDS, bounded_pattern, json_schema_class, patterns_bounded, schema_keys
 from .timed_worker import TimedWorker
