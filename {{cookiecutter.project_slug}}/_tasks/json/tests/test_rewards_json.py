@@ -590,3 +590,10 @@ def test_pathological_formats_and_patterns_are_bounded(schema: str, doc: object)
     out = one(wrap(json.dumps(doc)), schema, '{"v": "x"}')
     assert out in (0.0, json_task.SCORE_INVALID, None) and time.perf_counter() - start < BOUND
     assert one(wrap('{"v": "x"}'), string_schema(format="regex"), '{"v": "x"}') == 1.0  # the worker answers again
+
+
+def test_a_sloppy_id_keeps_the_schema_usable_but_a_python_regex_does_not() -> None:
+    sloppy = json.dumps({"$id": "person schema", "type": "object", "properties": {"v": {"format": "email"}}})
+    assert batch(sloppy, '{"v": "a@b.com"}', ["a@@b.com"]) == [1.0, json_task.SCORE_INVALID]
+    python_only = json.dumps({"type": "object", "patternProperties": {"(?P<k>a)": {}}})
+    assert one(wrap('{"a": 1}'), python_only, '{"a": 1}') is None

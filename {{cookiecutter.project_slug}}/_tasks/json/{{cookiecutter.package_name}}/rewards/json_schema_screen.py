@@ -150,3 +150,12 @@ def json_schema_class(jsonschema: Any, schema: Any, rules: Any) -> Any:
     for name in rules.FORMATS:
         checker.checks(name)(lambda value, name=name: rules.check_format(name, value))
     return jsonschema.validators.extend(base, overrides), checker
+
+
+def check_schema(cls: Any, schema: Any, jsonschema: Any, rules: Any) -> None:
+    """Raise when ``schema`` is not a schema of its draft. Its regexes must be ECMA-262 (the metaschema's ``regex``
+    format); the metaschema's other formats (``uri-reference`` for ``$id``) are not asserted, as jsonschema's own
+    check leaves them without optional packages: a sloppy ``$id`` does not make a row unusable."""
+    regexes = jsonschema.FormatChecker(formats=())
+    regexes.checks("regex")(rules.is_regex)
+    cls.check_schema(schema, format_checker=regexes)

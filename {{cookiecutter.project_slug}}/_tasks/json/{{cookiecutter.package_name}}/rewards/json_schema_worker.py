@@ -69,7 +69,7 @@ def main() -> None:
             if not isinstance(schema, (dict, bool)):
                 return None
             cls, formats = screen.json_schema_class(jsonschema, schema, rules)
-            cls.check_schema(schema, format_checker=formats)
+            screen.check_schema(cls, schema, jsonschema, rules)
             registry = SPECIFICATIONS.combine(Registry(retrieve=refuse))  # the drafts' metaschemas, nothing remote
             return cls(schema, registry=registry, format_checker=formats)
         except Exception:

@@ -75,7 +75,14 @@ from ..answer_format import FORMAT, MAX_COMPLETION_CHARS, extract_answer
 from . import json_formats
 from .common import column, completion_texts, register
 from .json_compare import json_equal, leaf_fraction
-from .json_schema_screen import RISKY_KEYWORDS, bounded_pattern, json_schema_class, patterns_bounded, schema_keys
+from .json_schema_screen import (
+    RISKY_KEYWORDS,
+    bounded_pattern,
+    check_schema,
+    json_schema_class,
+    patterns_bounded,
+    schema_keys,
+)
 from .timed_worker import TimedWorker
 
 MAX_JSON_CHARS = 50_000
@@ -256,8 +263,8 @@ def local_validator(schema_text: str) -> Any:
         import jsonschema
         import regress  # noqa: F401  (ECMA-262 patterns; without it, the worker reports no verdict)
 
-        cls, formats = json_schema_class(jsonschema, schema, json_formats)
-        cls.check_schema(schema, format_checker=formats)
+        cls, _ = json_schema_class(jsonschema, schema, json_formats)
+        check_schema(cls, schema, jsonschema, json_formats)
         return cls(schema)
     except Exception:
         return None  # no jsonschema here, or a bad schema: the worker decides
