@@ -48,7 +48,8 @@ Score (``correctness`` in [0, 1], or None):
   leaf credit;
 * 1.0 — schema-valid and equal to the gold.
 * None — the row's gold or schema is missing/unparseable (duplicate keys and ``NaN`` count)/not a valid
-  schema, or jsonschema is not installed (a score without validation would be a false 0/1).
+  schema (a regex that is not ECMA-262 counts), or jsonschema, regress or idna is not installed (a score
+  without validation would be a false 0/1).
 
 Time bound (any input, any thread): the searched text is cut at ``MAX_JSON_CHARS``; text whose bracket nesting
 (outside strings) exceeds ``MAX_DEPTH`` is refused before any decoding, and so is a decoded document nested
