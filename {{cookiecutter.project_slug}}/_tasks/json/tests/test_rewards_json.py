@@ -597,3 +597,31 @@ def test_a_sloppy_id_keeps_the_schema_usable_but_a_python_regex_does_not() -> No
     assert batch(sloppy, '{"v": "a@b.com"}', ["a@@b.com"]) == [1.0, json_task.SCORE_INVALID]
     python_only = json.dumps({"type": "object", "patternProperties": {"(?P<k>a)": {}}})
     assert one(wrap('{"a": 1}'), python_only, '{"a": 1}') is None
+
+
+def test_without_the_ecma_regex_engine_rows_are_none(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No regress: no verdict (a pattern matched by Python's re would be a false 0/1), in-process and in the worker."""
+    import builtins
+
+    real_import = builtins.__import__
+
+    def fake_import(name: str, *args: object, **kwargs: object) -> object:
+        if name.split(".")[0] == "regress":
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+
+    (tmp_path / "regress.py").write_text("raise ImportError('regress is not installed')\n")
+    worker = json_task.TimedWorker(json_task.WORKER.script, extra_path=(str(tmp_path),))
+    json_task.schema_usable.cache_clear()
+    json_task.local_validator.cache_clear()
+    monkeypatch.setattr(json_task, "WORKER", worker)
+    monkeypatch.setattr(builtins, "__import__", fake_import)
+    try:
+        assert one(wrap(GOLD)) is None
+        assert worker.available is False and "regress" in worker.error
+    finally:
+        monkeypatch.undo()
+        worker.close()
+        json_task.schema_usable.cache_clear()
+        json_task.local_validator.cache_clear()
+    assert one(wrap(GOLD)) == 1.0
