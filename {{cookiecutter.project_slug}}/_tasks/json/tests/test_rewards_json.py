@@ -582,6 +582,7 @@ def test_json_schema_test_suite_on_the_claimed_semantics() -> None:
         (string_schema(pattern="(?:a|ab)" * 3_000 + "$"), {"v": "ab" * 3_000 + "!"}),  # a 24,000-character pattern
         (string_schema(pattern="^(\\s*a)*\\s*$"), {"v": "\u00a0a" * 30 + "!"}),  # catastrophic with ECMA's \s
         (string_schema(pattern="(?<=(a+)+)b"), {"v": "a" * 5_000 + "c"}),
+        (string_schema(pattern="(" * 10_000 + "a" + ")" * 10_000), {"v": "a"}),  # too deep: not a usable schema
     ],
 )
 def test_pathological_formats_and_patterns_are_bounded(schema: str, doc: object) -> None:
