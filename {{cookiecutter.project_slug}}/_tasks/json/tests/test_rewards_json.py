@@ -626,3 +626,16 @@ def test_without_the_ecma_regex_engine_rows_are_none(monkeypatch: pytest.MonkeyP
         json_task.schema_usable.cache_clear()
         json_task.local_validator.cache_clear()
     assert one(wrap(GOLD)) == 1.0
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(-(10**9), 10**9), st.integers(0, 8), st.sampled_from(["1", "2", "5", "25", "3"]))
+def test_a_decimal_written_as_a_multiple_is_one(n: int, k: int, digits: str) -> None:
+    """``n x digits e-k`` written in decimal is a multiple of ``digits e-k`` (19.99 of 0.01, 0.3 of 0.1), and one
+    ten-thousandth more is not: exact decimals, whatever binary floats make of them (15 significant digits at most,
+    which a float holds exactly as its shortest decimal)."""
+    is_multiple = mod("rewards.json_formats").is_multiple
+    factor = float(f"{digits}e-{k}")
+    value = float(f"{n * int(digits)}e-{k}")
+    assert is_multiple(value, factor) and is_multiple(n * int(digits) * 10**k, factor)
+    assert not is_multiple(float(f"{n * int(digits) * 10_000 + 1}e-{k + 4}"), factor)
