@@ -52,6 +52,38 @@ SLOW_SCHEMAS = [
     ({"type": "object", "propertyNames": {"pattern": "^(a*)*b$"}}, {"a" * 40: 1}),
     ({"type": "array", "uniqueItems": True}, [{"k": [i]} for i in range(2_000)]),
     (RECURSIVE, json.loads("[" * 40 + '"x"' + "]" * 40)),
+    ({"type": "object", "properties": {"r": {"format": "regex"}}}, {"r": "(" * 20_000 + ")" * 20_000}),
+    ({"type": "object", "properties": {"u": {"format": "iri-reference"}}}, {"u": "a:" + "b" * 49_000 + " "}),
+    ({"type": "object", "properties": {"s": {"pattern": "(?:a|ab)" * 3_000 + "$"}}}, {"s": "ab" * 3_000 + "!"}),
+    ({"type": "object", "properties": {"s": {"pattern": "(?<=(a+)+)b"}}}, {"s": "a" * 40 + "c"}),
+]
+# adversarial strings of ~50,000 characters for every format check (each must stay linear)
+_N = 50_000
+FORMAT_INPUTS = [
+    "a" * _N + " ",
+    "a:" + "b" * _N + " ",
+    "http://" + "a" * _N + " ",
+    "http://" + "a:" * (_N // 2) + " ",
+    "//" + "a@" * (_N // 2) + " ",
+    "/" * _N + " ",
+    "a." * (_N // 2) + "@",
+    "a" * _N + "@" + "b" * _N,
+    '"' + "a" * _N,
+    "{" + "a." * (_N // 2) + "}",
+    "{a" * (_N // 2),
+    "%4" * (_N // 2),
+    "/~" * (_N // 2),
+    "0" + "/a" * (_N // 2) + "~",
+    "1" * _N,
+    "P" + "1" * _N,
+    ("a" * 63 + ".") * 800,
+    "\u05d0" * _N,
+    "xn--" + "a" * _N,
+    "::" * _N,
+    "1." * _N,
+    "(" * _N,
+    "[" * _N,
+    "a" * _N + "\u2028",
 ]
 
 
@@ -140,6 +172,22 @@ def main() -> None:
         f"next call (worker restart) {restart:.3f} s; bound {json_task.VALIDATE_TIMEOUT_S} s + one worker start; "
         f"worker restarts: {json_task.WORKER.restarts}"
     )
+    format_checks()
+
+
+def format_checks() -> None:
+    """The worst time of each format check over ``FORMAT_INPUTS`` (in this process, no worker, no time bound)."""
+    formats = importlib.import_module(f"{PKG}.rewards.json_formats")
+    worst: dict[str, float] = {}
+    for name, check in formats.FORMATS.items():
+        check("warm-up")  # compiles the format's regexes
+        for value in FORMAT_INPUTS:
+            start = time.perf_counter()
+            check(value)
+            worst[name] = max(worst.get(name, 0.0), time.perf_counter() - start)
+    slowest = sorted(worst, key=worst.__getitem__, reverse=True)[:4]
+    shown = ", ".join(f"{name} {1e3 * worst[name]:.1f} ms" for name in slowest)
+    print(f"format checks: {len(worst)} formats x {len(FORMAT_INPUTS)} strings of ~{_N:,} characters; slowest: {shown}")
 
 
 def in_process_baseline(completions: list[str], schemas: list[str], answers: list[str]) -> float:

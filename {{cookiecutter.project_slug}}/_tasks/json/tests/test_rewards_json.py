@@ -438,3 +438,204 @@ def test_not_quite_json_scores_as_before_and_fast(body: str, expected: float) ->
     start = time.perf_counter()
     assert one(wrap(body)) == expected
     assert time.perf_counter() - start < 0.3
+
+
+# ------------------------------------------------------------------------------ JSON Schema's own semantics
+
+SUITE = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_json_schema_suite.py"
+
+
+def string_schema(**rule: object) -> str:
+    return json.dumps({"type": "object", "properties": {"v": {"type": "string", **rule}}, "required": ["v"]})
+
+
+def batch(schema: str, gold: str, values: list[object]) -> list[float | None]:
+    """One call, the gold first: a right sibling keeps its exact score beside the wrong ones."""
+    texts = [wrap(gold)] + [wrap(json.dumps({"v": v})) for v in values]
+    return correctness(completions=texts, schema=[schema] * len(texts), answer=[gold] * len(texts))
+
+
+FORMAT_CASES = {
+    "date-time": ("1963-06-19T08:30:06.283185Z", ["1990-12-31T15:59:60Z", "1963-06-19t08:30:06Z ", "06/19/1963"]),
+    "date": ("2020-02-29", ["2021-02-29", "2020-1-01", "\u0662020-02-29"]),
+    "time": ("23:59:60Z", ["22:59:60Z", "08:30:06", "08:30:06 PST"]),
+    "duration": ("P4DT12H30M5S", ["P1Y2W", "PT1.5S", "P"]),
+    "email": ("joe.bloggs@example.com", ["2962", "joe..bloggs@example.com", "a b@example.com", "joe@exam ple.com"]),
+    "idn-email": ("\uc2e4\ub840@\uc2e4\ub840.\ud14c\uc2a4\ud2b8", ["2962", "@example.com", "a@-bad-.com"]),
+    "hostname": ("www.example.com", ["-a.com", "a_b.com", "xn--X", "a" * 64 + ".com"]),
+    "idn-hostname": ("\uc2e4\ub840.\ud14c\uc2a4\ud2b8", ["0a.\u05d0", "a\u3002\u3002b", "-bad-"]),
+    "ipv4": ("192.168.0.1", ["192.168.0.01", "256.0.0.1", "1.1.1.\u0661"]),
+    "ipv6": ("::ffff:192.168.0.1", ["fe80::1%eth0", "12345::", "::\u0661"]),
+    "uri": ("http://[2001:db8::1]:80/a?b=c#d", ["//example.com/a", "http://a b", "\\\\WINDOWS\\share", "http://[zz]/"]),
+    "uri-reference": ("../a/b?c#d", ["\\\\WINDOWS\\fileshare", "#frag\\ment", "http://a b"]),
+    "iri": ("http://\u0192\u00f8\u00f8.\u00df\u00e5r/?\u2202\u00e9\u0153=\u03c0\u00eex", ["/abc", "http://a b"]),
+    "iri-reference": ("//\u0192\u00f8\u00f8.\u00df\u00e5r/?\u2202", ["\\\\WINDOWS\\fileshare", "#\u20ac\\x"]),
+    "uuid": ("2eb8aa08-aa98-11ea-b4aa-73b441d16380", ["2eb8aa08-aa98-11ea-b4aa-73b441d1638", "2eb8aa08" * 4]),
+    "uri-template": ("http://example.com/dictionary/{term:1}/{term}", ["http://example.com/{term", "{a b}", "{x:0}"]),
+    "json-pointer": ("/foo/bar~0/baz~1/%a", ["/foo/bar~", "foo/bar", "/~2"]),
+    "relative-json-pointer": ("1/foo/bar", ["/foo/bar", "-1/foo", "01/a", "0##"]),
+    "regex": ("^(?<year>\\d{4})-\\p{Lu}$", ["(?P<n>x)", "\\a", "(?i)abc", "(?#comment)a", "a{2,1}", "\\Z"]),
+}
+
+
+@pytest.mark.parametrize("fmt", sorted(FORMAT_CASES))
+def test_every_claimed_format_is_checked(fmt: str) -> None:
+    """Each format the reward claims: the right document scores 1 and every wrong one 0.1 (the documented bar), in
+    one call."""
+    good, bads = FORMAT_CASES[fmt]
+    out = batch(string_schema(format=fmt), json.dumps({"v": good}), bads)
+    assert out == [1.0] + [json_task.SCORE_INVALID] * len(bads), (fmt, out)
+
+
+def test_the_formats_claimed_are_exactly_draft_2020_12s() -> None:
+    formats = mod("rewards.json_formats").FORMATS
+    assert set(formats) == set(FORMAT_CASES)
+    for name in ("color", "phone"):  # not formats of Draft 2020-12: annotations, as the specification says
+        gold = json.dumps({"v": "#00ff00"})
+        assert batch(string_schema(format=name), gold, ["not a colour"])[0] == 1.0
+        assert json_task.SCORE_VALID <= batch(string_schema(format=name), gold, ["not a colour"])[1] < 1.0
+
+
+@pytest.mark.parametrize(
+    ("pattern", "good", "bads"),
+    [
+        ("^.$", "a", ["\n", "\r", "\u2028", "\u2029"]),  # "." matches no line terminator
+        ("^a.c$", "abc", ["a\nc", "a\rc", "a\u2028c"]),
+        ("^\\S+$", "abc", ["a\u00a0b", "a\ufeffb", "a\u2003b", "a\u2028b", "a\rb"]),  # ECMA's white space
+        ("^\\s$", "\u00a0", ["x", "\u200b"]),
+        ("^\\d{2}$", "42", ["\u0664\u0662", "\uff14\uff12"]),  # ASCII digits only
+        ("^\\w+$", "abc_1", ["caf\u00e9", "\u0430\u0431"]),
+        ("^abc$", "abc", ["abc\n"]),  # "$" is the very end
+        ("^\\p{Lu}[a-z]+$", "\u00c9cole", ["\u00e9cole", "1cole"]),  # ECMA-only syntax applies
+        ("^(?<y>[0-9]{4})-\\k<y>$", "2024-2024", ["2024-2025"]),
+        ("^\U0001f432*$", "\U0001f432\U0001f432", ["\U0001f409"]),  # code points, not UTF-16 halves
+    ],
+)
+def test_patterns_are_ecma_262(pattern: str, good: str, bads: list[str]) -> None:
+    out = batch(string_schema(pattern=pattern), json.dumps({"v": good}), bads)
+    assert out == [1.0] + [json_task.SCORE_INVALID] * len(bads), (pattern, out)
+
+
+def test_ecma_patterns_apply_in_process_and_in_the_worker() -> None:
+    """A bounded pattern is matched in-process, an unbounded one in the worker: the same ECMA rules in both."""
+    local, worker = string_schema(pattern="^[a-z].$"), string_schema(pattern="^[a-z].+$")
+    assert json_task.local_validator(local) is not None and json_task.local_validator(worker) is None
+    for schema in (local, worker):
+        assert batch(schema, '{"v": "ab"}', ["a\u2028", "a\r"]) == [1.0, 0.1, 0.1]
+    digits = {"^\\d+$": {"type": "integer"}}
+    keys = json.dumps({"type": "object", "patternProperties": digits, "additionalProperties": False})
+    texts = [wrap('{"3": 1}'), wrap('{"\u0663": 1}'), wrap('{"3\\n": 1}')]
+    assert correctness(completions=texts, schema=[keys] * 3, answer=['{"3": 1}'] * 3) == [1.0, 0.1, 0.1]
+
+
+@pytest.mark.parametrize("pattern", ["(?P<n>a)", "(?i)abc", "(?#note)a", "\\Z", "a{,5}", "\\_"])
+def test_python_only_syntax_is_not_a_pattern(pattern: str) -> None:
+    assert one(wrap('{"v": "a"}'), string_schema(pattern=pattern), '{"v": "a"}') is None  # not a usable schema
+
+
+@pytest.mark.parametrize(
+    ("factor", "good", "bads"),
+    [
+        (0.01, 19.99, [19.991, 0.001]),
+        (0.1, 0.3, [0.30000000000000004, 0.35]),
+        (0.1, 1.7, [1.75]),
+        (0.0001, 2.0003, [2.00031]),
+        (1e-8, 12391239123, [1e-9]),
+        (0.5, 1e308, [1.25]),
+    ],
+)
+def test_multiple_of_is_exact_decimal_arithmetic(factor: float, good: float, bads: list[float]) -> None:
+    """The gold document itself is never judged invalid; in-process and in the worker (a ``$ref`` sends it there)."""
+    rule = {"type": "number", "multipleOf": factor}
+    plain = json.dumps({"type": "object", "properties": {"v": rule}})
+    referenced = json.dumps({"$defs": {"n": rule}, "type": "object", "properties": {"v": {"$ref": "#/$defs/n"}}})
+    assert json_task.local_validator(plain) is not None and json_task.local_validator(referenced) is None
+    for schema in (plain, referenced):
+        assert batch(schema, json.dumps({"v": good}), bads) == [1.0] + [json_task.SCORE_INVALID] * len(bads)
+
+
+def test_json_schema_test_suite_on_the_claimed_semantics() -> None:
+    """JSON-Schema-Test-Suite (shipped in benchmarks/): every case of the formats, ECMA-262 regexes and multipleOf
+    passes, none skipped. The whole suite's counts: ``python benchmarks/bench_json_schema_suite.py``."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_json_schema_suite", SUITE)
+    suite = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(suite)  # type: ignore[union-attr]
+    cases = suite.load_cases()
+    assert cases["commit"] and "MIT" in cases["licence"]
+    names = [n for n in cases["files"] if n.startswith("optional/format/")]
+    names += ["optional/ecmascript-regex.json", "optional/non-bmp-regex.json", "optional/float-overflow.json"]
+    names += ["multipleOf.json", "pattern.json", "patternProperties.json", "additionalProperties.json"]
+    results = suite.run_cases({n: cases["files"][n] for n in names}, json_task)
+    assert len(names) == 28 and sum(len(r["passed"]) for r in results.values()) > 900
+    assert {n: r["failed"] + r["skipped"] for n, r in results.items() if r["failed"] or r["skipped"]} == {}
+
+
+@pytest.mark.parametrize(
+    ("schema", "doc"),
+    [
+        (string_schema(format="regex"), {"v": "(" * 20_000 + ")" * 20_000}),  # too deeply nested to compile
+        (string_schema(format="regex"), {"v": "(a+)+$" * 5_000 + "\\"}),  # only compiled: a trailing \ breaks it
+        (string_schema(format="iri-reference"), {"v": "a:" + "b" * 49_000 + " "}),
+        (string_schema(format="idn-hostname"), {"v": ("a" * 63 + ".") * 700}),
+        (string_schema(pattern="(?:a|ab)" * 3_000 + "$"), {"v": "ab" * 3_000 + "!"}),  # a 24,000-character pattern
+        (string_schema(pattern="^(\\s*a)*\\s*$"), {"v": "\u00a0a" * 30 + "!"}),  # catastrophic with ECMA's \s
+        (string_schema(pattern="(?<=(a+)+)b"), {"v": "a" * 5_000 + "c"}),
+        (string_schema(pattern="(" * 10_000 + "a" + ")" * 10_000), {"v": "a"}),  # too deep: not a usable schema
+    ],
+)
+def test_pathological_formats_and_patterns_are_bounded(schema: str, doc: object) -> None:
+    one(wrap(GOLD))  # the worker is warm
+    start = time.perf_counter()
+    out = one(wrap(json.dumps(doc)), schema, '{"v": "x"}')
+    assert out in (0.0, json_task.SCORE_INVALID, None) and time.perf_counter() - start < BOUND
+    assert one(wrap('{"v": "x"}'), string_schema(format="regex"), '{"v": "x"}') == 1.0  # the worker answers again
+
+
+def test_a_sloppy_id_keeps_the_schema_usable_but_a_python_regex_does_not() -> None:
+    sloppy = json.dumps({"$id": "person schema", "type": "object", "properties": {"v": {"format": "email"}}})
+    assert batch(sloppy, '{"v": "a@b.com"}', ["a@@b.com"]) == [1.0, json_task.SCORE_INVALID]
+    python_only = json.dumps({"type": "object", "patternProperties": {"(?P<k>a)": {}}})
+    assert one(wrap('{"a": 1}'), python_only, '{"a": 1}') is None
+
+
+def test_without_the_ecma_regex_engine_rows_are_none(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No regress: no verdict (a pattern matched by Python's re would be a false 0/1), in-process and in the worker."""
+    import builtins
+
+    real_import = builtins.__import__
+
+    def fake_import(name: str, *args: object, **kwargs: object) -> object:
+        if name.split(".")[0] == "regress":
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+
+    (tmp_path / "regress.py").write_text("raise ImportError('regress is not installed')\n")
+    worker = json_task.TimedWorker(json_task.WORKER.script, extra_path=(str(tmp_path),))
+    json_task.schema_usable.cache_clear()
+    json_task.local_validator.cache_clear()
+    monkeypatch.setattr(json_task, "WORKER", worker)
+    monkeypatch.setattr(builtins, "__import__", fake_import)
+    try:
+        assert one(wrap(GOLD)) is None
+        assert worker.available is False and "regress" in worker.error
+    finally:
+        monkeypatch.undo()
+        worker.close()
+        json_task.schema_usable.cache_clear()
+        json_task.local_validator.cache_clear()
+    assert one(wrap(GOLD)) == 1.0
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(-(10**9), 10**9), st.integers(0, 8), st.sampled_from(["1", "2", "5", "25", "3"]))
+def test_a_decimal_written_as_a_multiple_is_one(n: int, k: int, digits: str) -> None:
+    """``n x digits e-k`` written in decimal is a multiple of ``digits e-k`` (19.99 of 0.01, 0.3 of 0.1), and one
+    ten-thousandth more is not: exact decimals, whatever binary floats make of them (15 significant digits at most,
+    which a float holds exactly as its shortest decimal)."""
+    is_multiple = mod("rewards.json_formats").is_multiple
+    factor = float(f"{digits}e-{k}")
+    value = float(f"{n * int(digits)}e-{k}")
+    assert is_multiple(value, factor) and is_multiple(n * int(digits) * 10**k, factor)
+    assert not is_multiple(float(f"{n * int(digits) * 10_000 + 1}e-{k + 4}"), factor)

@@ -9,7 +9,6 @@ Stdlib only.
 
 from __future__ import annotations
 
-import re as _re
 from typing import Any
 
 MAX_DEPTH = 64
@@ -110,76 +109,53 @@ def schema_keys(value: Any, depth: int = 0) -> set[str]:
 # ------------------------------------------------------------------------------------------- JSON Schema semantics
 
 
-def ecma_regex(pattern: str) -> str:
-    r"""``pattern`` as JSON Schema means it (ECMA-262), for Python's ``re`` with ``re.ASCII`` (so ``\d`` is [0-9], not
-    Arabic-Indic or full-width digits): ``$`` matches only at the very end, not before a final newline."""
-    out, i, in_class = [], 0, False
-    while i < len(pattern):
-        c = pattern[i]
-        if c == "\\" and i + 1 < len(pattern):
-            out.append(pattern[i : i + 2])
-            i += 2
-            continue
-        if in_class:
-            in_class = c != "]"
-        elif c == "[":
-            in_class = True
-            if pattern.startswith("]", i + 1) or pattern.startswith("^]", i + 1):  # a literal ] first in the class
-                out.append(pattern[i : i + (2 if pattern[i + 1] == "]" else 3)])
-                i += 2 if pattern[i + 1] == "]" else 3
-                continue
-        elif c == "$":
-            c = "\\Z"
-        out.append(c)
-        i += 1
-    return "".join(out)
-
-
-def _date_time(value: object) -> bool:
-    return not isinstance(value, str) or (_RFC3339.fullmatch(value) is not None and _calendar(value[:10]))
-
-
-def _calendar(day: str) -> bool:
-    import datetime
-
-    try:
-        datetime.date.fromisoformat(day)
-        return True
-    except ValueError:
-        return False
-
-
-def _matches(rx: Any) -> Any:
-    return lambda value: not isinstance(value, str) or rx.fullmatch(value) is not None
-
-
-_TIME = r"(?:[01]\d|2[0-3]):[0-5]\d:(?:[0-5]\d|60)(?:\.\d+)?(?:[Zz]|[+-](?:[01]\d|2[0-3]):[0-5]\d)"
-_DURATION = r"P(?!\Z)(?:\d+Y)?(?:\d+M)?(?:\d+W)?(?:\d+D)?(?:T(?=\d)(?:\d+H)?(?:\d+M)?(?:\d+(?:\.\d+)?S)?)?"
-_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
-_RFC3339 = _re.compile(r"\d{4}-\d{2}-\d{2}[Tt]" + _TIME, _re.ASCII)
-# Formats jsonschema leaves unchecked unless optional packages are installed: checked here (linear regexes)
-FORMATS = {
-    "date-time": _date_time,
-    "time": _matches(_re.compile(_TIME, _re.ASCII)),
-    "duration": _matches(_re.compile(_DURATION, _re.ASCII)),
-    "hostname": _matches(_re.compile(r"(?=.{1,253}\Z)" + _LABEL + r"(?:\." + _LABEL + ")*", _re.ASCII)),
-    "uri": _matches(_re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:[^\s<>\"{}|\\^`]*", _re.ASCII)),
-}
-
-
-def json_schema_class(jsonschema: Any, schema: Any) -> Any:
-    """The jsonschema validator class for ``schema`` (its ``$schema``, Draft 2020-12 when absent), with ``pattern``
-    matched as JSON Schema means it (:func:`ecma_regex`), and a format checker that also checks ``FORMATS``."""
+def json_schema_class(jsonschema: Any, schema: Any, rules: Any) -> Any:
+    """The jsonschema validator class for ``schema`` (its ``$schema``, Draft 2020-12 when absent) with JSON Schema's
+    own meaning where Python's differs, from ``rules`` (the ``json_formats`` module): ``pattern``,
+    ``patternProperties`` and ``additionalProperties`` match ECMA-262 regexes, ``multipleOf`` is exact decimal
+    arithmetic; and a format checker of every Draft 2020-12 format (``rules.FORMATS``, nothing else)."""
     base = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    error = jsonschema.ValidationError
 
     def pattern(validator: Any, patrn: str, instance: Any, schema: Any) -> Any:
-        if validator.is_type(instance, "string") and not _re.search(ecma_regex(patrn), instance, _re.ASCII):
-            yield jsonschema.ValidationError(f"{instance!r} does not match {patrn!r}")
+        if validator.is_type(instance, "string") and not rules.ecma_search(patrn, instance):
+            yield error(f"{instance!r} does not match {patrn!r}")
 
-    cls = jsonschema.validators.extend(base, {"pattern": pattern})
-    checker = jsonschema.FormatChecker()
-    checker.checkers = dict(base.FORMAT_CHECKER.checkers)
-    for name, check in FORMATS.items():
-        if name not in checker.checkers:
-            checker.checks(name)(check)
-    return cls, checker
+    def pattern_properties(validator: Any, patterns: Any, instance: Any, schema: Any) -> Any:
+        if validator.is_type(instance, "object"):
+            for patrn, sub in patterns.items():
+                for key, value in instance.items():
+                    if rules.ecma_search(patrn, key):
+                        yield from validator.descend(value, sub, path=key, schema_path=patrn)
+
+    def additional_properties(validator: Any, extra: Any, instance: Any, schema: Any) -> Any:
+        if not validator.is_type(instance, "object"):
+            return
+        named, patterns = schema.get("properties", {}), schema.get("patternProperties", {})
+        extras = [k for k in instance if k not in named and not any(rules.ecma_search(p, k) for p in patterns)]
+        if validator.is_type(extra, "object"):
+            for key in extras:
+                yield from validator.descend(instance[key], extra, path=key)
+        elif extra is False and extras:
+            yield error(f"additional properties are not allowed ({sorted(extras)!r})")
+
+    def multiple_of(validator: Any, factor: Any, instance: Any, schema: Any) -> Any:
+        if validator.is_type(instance, "number") and not rules.is_multiple(instance, factor):
+            yield error(f"{instance!r} is not a multiple of {factor!r}")
+
+    overrides = {"pattern": pattern, "multipleOf": multiple_of}
+    if "patternProperties" in base.VALIDATORS:
+        overrides.update(patternProperties=pattern_properties, additionalProperties=additional_properties)
+    checker = jsonschema.FormatChecker(formats=())
+    for name in rules.FORMATS:
+        checker.checks(name)(lambda value, name=name: rules.check_format(name, value))
+    return jsonschema.validators.extend(base, overrides), checker
+
+
+def check_schema(cls: Any, schema: Any, jsonschema: Any, rules: Any) -> None:
+    """Raise when ``schema`` is not a schema of its draft. Its regexes must be ECMA-262 (the metaschema's ``regex``
+    format); the metaschema's other formats (``uri-reference`` for ``$id``) are not asserted, as jsonschema's own
+    check leaves them without optional packages: a sloppy ``$id`` does not make a row unusable."""
+    regexes = jsonschema.FormatChecker(formats=())
+    regexes.checks("regex")(rules.is_regex)
+    cls.check_schema(schema, format_checker=regexes)

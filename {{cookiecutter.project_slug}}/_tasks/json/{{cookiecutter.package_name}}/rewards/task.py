@@ -7,12 +7,22 @@ or a bare ```` ``` ````) if any, else the last complete JSON object/array found 
 open a valid document is skipped with everything inside it, so a broken document (``{"a": <gold>, oops}``,
 ``[<gold>``) never yields a piece of itself.
 
-Validation: jsonschema, honouring ``$schema`` (Draft 2020-12 when absent), with ``pattern`` matched as JSON Schema
-means it (ECMA-262: ``\d`` is [0-9], ``$`` is the very end), format checking (``date-time``, ``time``,
-``duration``, ``hostname`` and ``uri`` are checked here even without jsonschema's optional packages), and a
-``referencing.Registry`` that refuses to retrieve remote ``$ref`` targets (no network): a row whose schema needs
-one scores None. A schema can make validation take unbounded time on a model-written document (a ``pattern`` such
-as ``^(a+)+$`` under Python's backtracking ``re``, ``patternProperties``, ``uniqueItems`` over thousands of objects,
+Validation: jsonschema, honouring ``$schema`` (Draft 2020-12 when absent), with JSON Schema's own semantics where
+Python's differ (:mod:`.json_formats`): ``pattern`` and ``patternProperties`` are ECMA-262 regexes with the ``u``
+flag, matched by ``regress`` (``.`` matches no line terminator, ``\s`` is ECMA's white space with U+00A0, U+FEFF and
+U+2028, ``\d`` and ``\w`` are ASCII, ``$`` is the very end; Python-only syntax such as ``(?P<n>...)`` is not a
+regex, so a schema using it is not usable); ``multipleOf`` is exact decimal arithmetic (19.99 is a multiple of 0.01,
+0.3 of 0.1); and every format of Draft 2020-12 is checked, under any draft: ``date-time``, ``date``, ``time``,
+``duration``, ``email``, ``idn-email``, ``hostname``, ``idn-hostname``, ``ipv4``, ``ipv6``, ``uri``,
+``uri-reference``, ``iri``, ``iri-reference``, ``uuid``, ``uri-template``, ``json-pointer``,
+``relative-json-pointer`` and ``regex`` (ECMA-262). Any other format name (``color``, ``phone``) is an annotation,
+as the specification says, and is not checked. The drafts' metaschemas are known, and a ``referencing.Registry``
+refuses to retrieve any other remote ``$ref`` target (no network): a row whose schema needs one scores None.
+``benchmarks/bench_json_schema_suite.py`` runs JSON-Schema-Test-Suite's Draft 2020-12 cases (required,
+``optional/format``, ``optional/ecmascript-regex``) through this validation and prints its pass counts and skips.
+
+A schema can make validation take unbounded time on a model-written document (a ``pattern`` such as ``^(a+)+$``
+under a backtracking regex engine, ``patternProperties``, ``uniqueItems`` over thousands of objects,
 format checkers, a recursive ``$ref`` under ``anyOf`` that branches at every nesting level). So a schema that uses
 any keyword of ``RISKY_KEYWORDS`` anywhere, or a regex that is not :func:`bounded_pattern`, is validated in a
 persistent worker process (``json_schema_worker.py``, see :mod:`.timed_worker`); a validation that takes over
@@ -20,7 +30,8 @@ persistent worker process (``json_schema_worker.py``, see :mod:`.timed_worker`);
 properties, required, enum, bounds, items, combinators without ``$ref``, fixed-width patterns such as
 ``^[0-9]{4}$`` up to ``MAX_PATTERN_CHARS``): validating costs at most schema nodes x document nodes, so they are
 validated in-process while schema characters x document characters stay within ``LOCAL_WORK`` (larger pairs, such
-as a 100-way ``oneOf`` over a 50k-character list, go to the worker too).
+as a 100-way ``oneOf`` over a 50k-character list, go to the worker too). Each format check is linear in the string
+(a 50,000-character string takes at most ~0.1 s: ``bench_json_reward.py``), and runs in the worker.
 
 Equality with the gold ``answer``: key order is irrelevant, array order matters, strings compare exactly, numbers
 compare by value (``1 == 1.0``; JSON does not distinguish them), but booleans are not numbers (``true != 1``).
@@ -37,7 +48,8 @@ Score (``correctness`` in [0, 1], or None):
   leaf credit;
 * 1.0 — schema-valid and equal to the gold.
 * None — the row's gold or schema is missing/unparseable (duplicate keys and ``NaN`` count)/not a valid
-  schema, or jsonschema is not installed (a score without validation would be a false 0/1).
+  schema (a regex that is not ECMA-262 counts), or jsonschema, regress or idna is not installed (a score
+  without validation would be a false 0/1).
 
 Time bound (any input, any thread): the searched text is cut at ``MAX_JSON_CHARS``; text whose bracket nesting
 (outside strings) exceeds ``MAX_DEPTH`` is refused before any decoding, and so is a decoded document nested
@@ -48,7 +60,8 @@ scanning at worst, plus at most ``VALIDATE_TIMEOUT_S`` (1 s) of validation, plus
 jsonschema, typically 0.2-1 s, capped by ``WORKER_START_TIMEOUT_S``) on the first call and on the call after a
 kill. Schema checks and parsed golds are cached per string.
 
-Stdlib only; jsonschema/referencing are imported only in the worker.
+Stdlib at import; jsonschema, regress and idna are imported when a schema is first checked (in the worker, and
+in-process for the plain schemas validated here).
 """
 
 from __future__ import annotations
@@ -60,9 +73,17 @@ from pathlib import Path
 from typing import Any
 
 from ..answer_format import FORMAT, MAX_COMPLETION_CHARS, extract_answer
+from . import json_formats
 from .common import column, completion_texts, register
 from .json_compare import json_equal, leaf_fraction
-from .json_schema_screen import RISKY_KEYWORDS, bounded_pattern, json_schema_class, patterns_bounded, schema_keys
+from .json_schema_screen import (
+    RISKY_KEYWORDS,
+    bounded_pattern,
+    check_schema,
+    json_schema_class,
+    patterns_bounded,
+    schema_keys,
+)
 from .timed_worker import TimedWorker
 
 MAX_JSON_CHARS = 50_000
@@ -241,9 +262,10 @@ def local_validator(schema_text: str) -> Any:
         if not isinstance(schema, (dict, bool)) or schema_keys(schema) & RISKY_KEYWORDS or not patterns_bounded(schema):
             return None
         import jsonschema
+        import regress  # noqa: F401  (ECMA-262 patterns; without it, the worker reports no verdict)
 
-        cls, _ = json_schema_class(jsonschema, schema)
-        cls.check_schema(schema)
+        cls, _ = json_schema_class(jsonschema, schema, json_formats)
+        check_schema(cls, schema, jsonschema, json_formats)
         return cls(schema)
     except Exception:
         return None  # no jsonschema here, or a bad schema: the worker decides
