@@ -13,10 +13,12 @@ STAMP := $(VENV)/.installed-$(shell cksum requirements-dev.txt | cut -d' ' -f1)
 UVENV := build/unsloth-venv
 UBIN := $(UVENV)/bin
 PYPROJECT := {{cookiecutter.project_slug}}/pyproject.toml
-USTAMP := $(UVENV)/.installed-$(shell cat '$(PYPROJECT)' tests/stacks.py | cksum | cut -d' ' -f1)
+# the rendered stacks: the project's pyproject.toml with each task's dependencies (its task.toml)
+STACKS := $(shell cat '$(PYPROJECT)' '{{cookiecutter.project_slug}}'/_tasks/*/task.toml tests/stacks.py | cksum | cut -d' ' -f1)
+USTAMP := $(UVENV)/.installed-$(STACKS)
 VVENV := build/vllm-venv
 VBIN := $(VVENV)/bin
-VSTAMP := $(VVENV)/.installed-$(shell cat '$(PYPROJECT)' tests/stacks.py | cksum | cut -d' ' -f1)
+VSTAMP := $(VVENV)/.installed-$(STACKS)
 
 .PHONY: demo envs test bench clean torch
 

@@ -14,9 +14,9 @@ import sys
 # Modules the generated project imports or ships beside its package: a package of the same name would shadow them.
 THIRD_PARTY = {
     "accelerate", "bitsandbytes", "chat", "configs", "data", "datasets", "deepspeed", "eval", "filter", "hypothesis",
-    "jsonschema", "liger_kernel", "math_verify", "merge", "numpy", "outputs", "peft", "plot", "pytest", "referencing",
-    "ruff", "setuptools", "tensorboard", "tests", "tokenizers", "torch", "trackio", "train", "transformers", "trl",
-    "unsloth", "unsloth_zoo", "vllm", "wandb", "yaml",
+    "idna", "jsonschema", "liger_kernel", "math_verify", "merge", "numpy", "outputs", "peft", "plot", "pytest",
+    "referencing", "regress", "ruff", "setuptools", "tensorboard", "tests", "tokenizers", "torch", "trackio", "train",
+    "transformers", "trl", "unsloth", "unsloth_zoo", "vllm", "wandb", "yaml",
 }
 
 # (predicate, message): combinations the template refuses, each with the reason and what to pick instead.
