@@ -157,3 +157,19 @@ def test_priming_memory_is_estimated_and_checked_before_priming():
                                "activation_checkpointing": True})
     assert sum(lora.values()) < 0.9 * 80
     assert memory.check_priming_fits({**settings, "use_peft": True, "activation_checkpointing": True}, 80) == []
+
+
+def test_a_short_try_says_that_priming_comes_first(tmp_path, monkeypatch, capsys):
+    """--max_steps 1 on a config that primes: train.py says priming runs first and how to skip it."""
+    train, config = mod("training.train"), mod("config")
+    primed = []
+    monkeypatch.setattr(priming, "prime", lambda *args, **kwargs: primed.append(kwargs["steps"]))
+    monkeypatch.setattr(mod("data"), "priming_rows", lambda *args, **kwargs: [])
+    for max_steps, noted in (("1", True), ("2000", False)):
+        args = config.parse_args(["--config", "configs/smoke.yaml", "--max_steps", max_steps,
+                                  "--output_dir", str(tmp_path / max_steps)])
+        train.format_primed(*args[:3], train_split=None)
+        err = capsys.readouterr().err
+        assert ("add --format_priming_steps 0 to skip it" in err) == noted, err
+        assert ("before GRPO's 1" in err) == noted
+    assert primed == [args[0].format_priming_steps] * 2

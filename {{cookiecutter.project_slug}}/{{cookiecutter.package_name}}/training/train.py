@@ -74,6 +74,10 @@ def format_primed(script_args: config.GRPOScriptArguments, training_args: GRPOCo
         settings = {**vars(model_args), **training_args.to_dict(), **vars(script_args)}
         for line in memory.check_priming_fits(settings):  # before priming loads any weight
             print(f"warning: {line}", file=sys.stderr)
+        if script_args.format_priming_steps > training_args.max_steps > 0:  # a short try: say what comes first
+            print(f"note: format priming (up to {script_args.format_priming_steps} steps, once per output_dir) runs "
+                  f"before GRPO's {training_args.max_steps}; add --format_priming_steps 0 to skip it",
+                  file=sys.stderr)
     # The main process primes (only it may save under torch.distributed); the others wait, then reuse it.
     with training_args.main_process_first(local=training_args.save_on_each_node, desc="format priming"):
         if not checkpoints.is_model_dir(primed):  # saved atomically: there whole, or not at all
