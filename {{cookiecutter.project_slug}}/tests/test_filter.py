@@ -174,3 +174,12 @@ def test_bad_input_is_one_line(args, message):
     assert message in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_nothing_kept_says_why():
+    why = mod("filtering").nothing_kept_because
+    buckets = dict.fromkeys(mod("filtering").BUCKETS, 0)
+    assert "answered every prompt wrong" in why({**buckets, "all wrong (0)": 5, "unscored": 1})
+    assert "format-primed" in why({**buckets, "all wrong (0)": 5})
+    assert "teach it nothing" in why({**buckets, "all right (1)": 3})
+    assert "widen --low/--high" in why({**buckets, "all wrong (0)": 2, "above high": 1})

@@ -364,6 +364,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def nothing_kept_because(buckets: dict[str, int]) -> str:
+    """Why no prompt was kept, from the pass-rate buckets, and what to do."""
+    scored = {name: count for name, count in buckets.items() if count and name != "unscored"}
+    if list(scored) == ["all wrong (0)"]:
+        return ("the model answered every prompt wrong: it cannot do this task yet (an untrained model, such as the "
+                "smoke config's tiny one before priming, answers nothing); sample the model you will train, after "
+                "format priming if you use it (--model outputs/<run>/format-primed), or a stronger one")
+    if list(scored) == ["all right (1)"]:
+        return "the model answered every prompt right: these prompts teach it nothing; use harder data"
+    return "widen --low/--high or sample with a stronger model"
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     errors = (FilterError, *evaluate.user_errors())
@@ -378,7 +390,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"kept {summary['kept']} prompts with {args.low:g} <= pass rate <= {args.high:g} -> {summary['output']}")
     print(f"report: {summary['report']}, histogram: {summary['plot']}")
     if summary["kept"] == 0:
-        print("warning: no prompt was kept; widen --low/--high or sample with a stronger model", file=sys.stderr)
+        print(f"warning: no prompt was kept; {nothing_kept_because(summary['buckets'])}", file=sys.stderr)
         return 0
     print("to train on them, put this line in your config (the eval split is then held out from this file):")
     print(f"dataset_name: {summary['output']}")
