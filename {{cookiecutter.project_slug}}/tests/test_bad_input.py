@@ -235,3 +235,27 @@ def test_the_real_train_py_prints_only_the_line(tmp_path):
     assert done.returncode == 1 and "model 'Org/no-such-model'" in done.stderr and "HF_HUB_OFFLINE" in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert seconds < 120
+
+
+class LockedTokenizer:
+    """A tokenizer datasets cannot hash (it holds a lock), as a real one may be."""
+
+    def __init__(self):
+        import threading
+
+        self.lock = threading.Lock()
+
+    def apply_chat_template(self, prompt, add_generation_prompt=True, tokenize=True, **kwargs):
+        return list(range(len(str(prompt)) // 4))
+
+
+def test_adding_prompts_prints_no_datasets_noise(capfd):
+    """No progress bars and no "couldn't be hashed" warning from datasets: train.py logs one line per split."""
+    from datasets import Dataset
+
+    lines = []
+    out = data.add_prompts({"train": Dataset.from_list(SAMPLE)}, LockedTokenizer(), 10**6, log=lines.append)
+    assert len(out["train"]) == len(SAMPLE) and lines == [f"train: {len(SAMPLE)} prompts kept, 0 dropped as longer "
+                                                          "than 1000000 tokens"]
+    err = capfd.readouterr().err
+    assert "Map" not in err and "Filter" not in err and "hashed" not in err, err

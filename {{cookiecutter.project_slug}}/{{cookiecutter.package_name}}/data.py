@@ -4,6 +4,7 @@ turned into conversational prompts, filtered by prompt length and split into tra
 from __future__ import annotations
 
 import json
+import uuid
 from pathlib import Path
 
 from . import contract, task
@@ -213,10 +214,19 @@ def add_prompts(
         prompt = build_prompt(row, system_prompt)
         return {"prompt": prompt, "prompt_tokens": prompt_length(tokenizer, prompt, chat_template_kwargs)}
 
+    prompted = {}
+    progress = datasets_progress(False)  # this function logs its own line per split
+    try:
+        for split_name, split in splits.items():
+            # a fingerprint of our own: datasets cannot hash a closure over the tokenizer, and says so on stderr
+            split = split.map(add_prompt, new_fingerprint=uuid.uuid4().hex)
+            kept = split.filter(lambda n: n <= max_prompt_length, input_columns="prompt_tokens",
+                                new_fingerprint=uuid.uuid4().hex)
+            prompted[split_name] = (split, kept)
+    finally:
+        datasets_progress(progress)
     out = {}
-    for split_name, split in splits.items():
-        split = split.map(add_prompt)
-        kept = split.filter(lambda n: n <= max_prompt_length, input_columns="prompt_tokens")
+    for split_name, (split, kept) in prompted.items():
         dropped = len(split) - len(kept)
         log(f"{split_name}: {len(kept)} prompts kept, {dropped} dropped as longer than {max_prompt_length} tokens")
         if len(kept) == 0:
