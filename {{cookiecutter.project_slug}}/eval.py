@@ -14,4 +14,4 @@ import sys
 PACKAGE = "{{ cookiecutter.package_name }}"
 
 if __name__ == "__main__":
-    sys.exit(importlib.import_module(f"{PACKAGE}.evaluation.evaluate").main(sys.argv[1:]))
+    importlib.import_module(f"{PACKAGE}.commands").evaluate()

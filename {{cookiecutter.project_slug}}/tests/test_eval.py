@@ -32,7 +32,8 @@ def report_dir(trained, tmp_path_factory):
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "| accuracy |" in done.stdout
-    # progress while it generates: what, then every batch with an ETA
+    # a line before the slow imports, then progress while it generates: what, then every batch with an ETA
+    assert done.stderr.startswith("eval: loading torch, transformers and the model ...\n"), done.stderr[:300]
     assert "eval: generating " in done.stderr and re.search(r"eval: \d+/\d+ prompts x 2 samples, .*ETA", done.stderr)
     return out
 

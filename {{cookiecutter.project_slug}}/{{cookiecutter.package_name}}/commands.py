@@ -13,3 +13,14 @@ def train() -> None:
     from .training.train import cli
 
     cli(argv)
+
+
+def evaluate() -> None:
+    """``python eval.py`` and ``<project>-eval``: one line before the slow imports, so a model evaluation is not
+    silent while torch and transformers load (not for ``--help`` or ``--compare``, which load no model)."""
+    argv = sys.argv[1:]
+    if not {"-h", "--help", "--compare"} & {arg.split("=", 1)[0] for arg in argv}:
+        print("eval: loading torch, transformers and the model ...", file=sys.stderr, flush=True)
+    from .evaluation.evaluate import main
+
+    sys.exit(main(argv))
