@@ -9,7 +9,6 @@ Writes report.json, report.md and samples.jsonl; see ``<package>/evaluation/`` f
 """
 
 import importlib
-import sys
 
 PACKAGE = "{{ cookiecutter.package_name }}"
 
