@@ -31,6 +31,9 @@ STALL_S = 600.0  # a step that prints nothing for this long has hung
 PROGRESS_EVERY_S = 10.0  # without a terminal, one progress line this often
 PROGRESS = re.compile(r"train: step (\d+)/(\d+)")
 PROGRESS_PREFIXES = ("train: step", "format priming step")
+# of train.py's output, the hook shows its progress, the end of priming (so the live line does not jump from priming
+# to training as if priming stopped), and the health verdict with the rise of correctness it rests on (health.py)
+SMOKE_SHOWS = ("health:", "format priming done", *PROGRESS_PREFIXES)
 ANSWERS = ".cookiecutter.json"  # the answers cookiecutter records; update_project.py reads them
 CPU_TORCH_INDEX = "https://download.pytorch.org/whl/cpu"  # the CPU build (PyPI's Linux torch is the CUDA one)
 
@@ -171,9 +174,8 @@ def smoke(root: Path, context: dict) -> bool:
             f"{command}"
         )
         return True
-    # of train.py's output, only its health verdict and the rise of correctness it rests on (training/health.py)
     return run_step("smoke training", [python, "train.py", "--config", "configs/smoke.yaml"], root, SMOKE_TIMEOUT_S,
-                    show=("health:", *PROGRESS_PREFIXES))
+                    show=SMOKE_SHOWS)
 
 
 def next_path(root: Path, environ=os.environ) -> str:

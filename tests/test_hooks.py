@@ -362,3 +362,19 @@ def test_the_project_records_the_template_commit_it_was_generated_from(tmp_path)
     with open(clone / "README.md", "a", encoding="utf-8") as readme:  # a change not committed: no commit to name
         readme.write("\nlocal change\n")
     assert "_commit" not in render(tmp_path / "changed")
+
+
+def test_on_a_terminal_the_end_of_priming_stays_on_screen(monkeypatch, capsys):
+    """The live line does not jump from priming's last step to training's first as if priming had stopped: the
+    priming line is ended and its closing line shown before training's live line starts."""
+    import queue as queues
+
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    lines = queues.Queue()
+    for line in ["format priming step 539/1000 | loss 0.002", "format priming done at step 540: mean loss 0.0019",
+                 "some log line", "train: step 1/120 | 0.3 s/step", None]:
+        lines.put(line)
+    assert post._follow(lines, timeout=30, show=post.SMOKE_SHOWS)
+    out = capsys.readouterr().out
+    assert "format priming step 539/1000 | loss 0.002\nformat priming done at step 540" in out, repr(out)
+    assert "some log line" not in out and out.endswith("train: step 1/120 | 0.3 s/step\n")
