@@ -12,10 +12,8 @@ one; a rerun of a finished run says so and does nothing.
 """
 
 import importlib
-import sys
 
 PACKAGE = "{{ cookiecutter.package_name }}"
 
 if __name__ == "__main__":
-    importlib.import_module(f"{PACKAGE}.training.backend").preload(sys.argv[1:])  # Unsloth must load before trl
-    importlib.import_module(f"{PACKAGE}.training.train").cli(sys.argv[1:])
+    importlib.import_module(f"{PACKAGE}.commands").train()  # Unsloth loads before trl when the config uses it

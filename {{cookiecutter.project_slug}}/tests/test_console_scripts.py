@@ -49,3 +49,20 @@ def test_console_commands_from_a_fresh_editable_install(tmp_path):
             assert out.lower().startswith(f"usage: {name}"), (name, out[:200])  # the name the user typed
     out, err, code = done["missing config"]
     assert code != 0 and err.strip().splitlines() == [err.strip()] and err.startswith("error: config"), err
+
+
+def test_train_help_is_the_configs_settings_before_any_slow_import():
+    """python train.py --help: the config's settings as options, without importing torch or trl (a blink, not the
+    12 s and 1,400 lines of every TRL setting); --help-all gives those."""
+    code = ("import runpy, sys\nsys.argv = ['train.py', *sys.argv[1:]]\n"
+            "runpy.run_path('train.py', run_name='__main__')\n"
+            "print('imported', 'trl' in sys.modules, 'torch' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code, "--config", "configs/smoke.yaml", "--help"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    out = done.stdout.splitlines()
+    assert done.returncode == 0 and out[0].startswith("usage: train.py [--config CONFIG]"), done.stdout + done.stderr
+    assert "The settings of configs/smoke.yaml:" in out and "  --build_tiny_model True" in out
+    assert out[-1] == "imported False False" and len(out) < 150
+    full = subprocess.run([sys.executable, "train.py", "--help-all"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=300)
+    assert full.returncode == 0 and len(full.stdout.splitlines()) > 500 and "--vllm_mode" in full.stdout
