@@ -428,6 +428,43 @@ def test_solutions_import_the_standard_library(box) -> None:
     assert res.fraction == 1.0, res
 
 
+# (solution, test, score): a value of a subclass of a plain type is compared as Python compares that type, from the
+# plain data it holds (never by a method of its class); a standard module the test names is the trainer's own.
+VALUES = [
+    ("from collections import Counter\ndef f(s): return Counter(s)", "assert f('aab') == {'a': 2, 'b': 1}", 1),
+    ("from collections import Counter\ndef f(s): return Counter(s)", "assert f('ab') == collections.Counter('ba')", 1),
+    ("import collections\ndef f(): return collections.OrderedDict([('b', 1), ('a', 2)])", "assert f() == {'a': 2, 'b': 1}", 1),
+    ("import collections\ndef f(): return collections.defaultdict(list, a=[1])", "assert f() == {'a': [1]}", 1),
+    ("from typing import NamedTuple\nclass P(NamedTuple):\n    x: int\n    y: int\ndef f(): return [P(1, 2)]", "assert f() == [(1, 2)]", 1),
+    ("import enum\nclass C(enum.IntEnum):\n    RED = 3\ndef f(): return {C.RED: C.RED}", "assert f() == {3: 3}", 1),
+    ("import enum\nclass C(str, enum.Enum):\n    RED = 'red'\ndef f(): return C.RED", "assert f() == 'red'", 1),
+    ("class Stack(list):\n    def push(self, x): self.append(x)\ndef f(): return Stack()", "s = f()\ns.push(1)\nassert s.pop() == 1", 1),
+    # Python's own answer is no: an OrderedDict against one of another order, a Counter with another count
+    ("import collections\ndef f(): return collections.OrderedDict([('b', 1), ('a', 2)])",
+     "assert f() == collections.OrderedDict([('a', 2), ('b', 1)])", 0),
+    ("from collections import Counter\ndef f(s): return Counter(s)", "assert f('aab') == collections.Counter('ab')", 0),
+    # subclasses whose __eq__ (or __hash__) lies: compared as the plain value they hold
+    ("class I(int):\n    __eq__ = lambda s, o: True\n    __hash__ = lambda s: 0\ndef f(): return {I(0): I(0)}", "assert f() == {3: 3}", 0),
+    ("import collections\nclass D(collections.Counter):\n    __eq__ = lambda s, o: True\ndef f(s): return D()",
+     "assert f('ab') == {'a': 1, 'b': 1}", 0),
+    ("import collections\nP = collections.namedtuple('P', 'x y')\nP.__eq__ = lambda s, o: True\ndef f(): return P(0, 0)", "assert f() == (1, 2)", 0),
+    ("import enum\nclass C(enum.IntEnum):\n    RED = 2\n    def __eq__(s, o): return True\ndef f(): return C.RED", "assert f() == 3", 0),
+    # modules: the test's math is the trainer's, whether the solution imported math, patched it, or is named math
+    ("import math\ndef f(x): return math.sqrt(x)", "assert math.isclose(f(2), 1.41421, rel_tol=1e-3)", 1),
+    ("def f(x): return x ** 0.5", "assert math.isclose(f(2), 1.41421, rel_tol=1e-3)", 1),
+    ("def f(): return 'b'", "assert os.path.join('a', f()) == 'a/b' and xml.etree.ElementTree.fromstring('<b/>').tag == f()", 1),
+    ("import math\nmath.isclose = lambda *a, **k: True\ndef f(x): return 0", "assert math.isclose(f(2), 1.41421, rel_tol=1e-3)", 0),
+    ("def math(): pass\nmath.isclose = lambda *a, **k: True\ndef f(x): return 0", "assert math.isclose(f(2), 1.41421)", 0),
+]
+
+
+def test_values_compare_as_python_compares_their_plain_type(box) -> None:
+    """Both ways in one batch: every right answer scores exactly 1 beside the hostile ones, every wrong one 0."""
+    res = box.run_batch([sandbox.Job(code, [test]) for code, test, _ in VALUES])
+    assert [r.fraction for r in res] == [float(score) for _, _, score in VALUES], [
+        (test, r.tests[0].reason) for (_, test, score), r in zip(VALUES, res, strict=True) if r.fraction != score]
+
+
 def test_jobs_share_no_state(box) -> None:
     """Each job runs in a fresh process: what one job does to modules the worker preloads, to builtins or to its
     directory (/tmp with bubblewrap) is gone for the next job on the same worker."""
