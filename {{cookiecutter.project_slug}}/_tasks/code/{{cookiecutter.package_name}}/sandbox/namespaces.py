@@ -8,20 +8,25 @@ the worker read it from its own pid, its threads' ids or ``/proc``. So:
 * each job's process is created in a **pid namespace of its own** (``clone`` with ``CLONE_NEWPID``, and
   ``CLONE_NEWUSER`` where the worker is not root: an unprivileged process may make a pid namespace inside a user
   namespace of its own). The job is pid 1 there, its threads and children 2, 3...: the same numbers for every
-  job, whatever ran before. Its capabilities in that user namespace are dropped before it reads anything;
+  job, whatever ran before. In that user namespace it holds capabilities over its own namespaces only, which any
+  process may give itself (``unshare(CLONE_NEWUSER)``): none over the worker's, which belong to the worker's
+  user namespace (whose capabilities the worker dropped before its first job), or the host's;
 * ``/proc`` is covered, for the worker's jobs, by an empty read-only tmpfs in a mount namespace of the worker's own
   (made once, at start): a ``/proc`` shows the numbers of the namespace it was mounted for (``/proc/self`` is the
   worker's count, not the job's), and its global counters (``/proc/stat``'s forks, ``loadavg``, ``meminfo``...) are
   written by every job. The worker keeps the real one as its working directory and reads it by relative paths
   (``housekeeping.PROC``).
 
-Where the kernel refuses user namespaces (a sysctl, an AppArmor policy), jobs are forked as before and the worker
-says so (``hello``): the pid channel stays open there.
+It costs one ``clone`` per job in place of the ``fork``, made through ctypes with the interpreter's own fork hooks
+(``PyOS_BeforeFork`` and the rest, as ``os.fork`` runs them). Where the kernel refuses user namespaces (a sysctl, an
+AppArmor policy), jobs are forked as before and the worker says so (``hello``, ``Sandbox.job_pidns``): the pid
+channel stays open there.
 """
 
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import signal
 import struct
@@ -71,10 +76,7 @@ def hide_proc() -> bool:
         return False
     finally:
         if os.geteuid() != 0:
-            try:
-                drop_capabilities()
-            except OSError:
-                pass
+            drop_capabilities()  # raises (the worker does not start) rather than leave its jobs a capability
     os.fchdir(real)
     os.close(real)
     return True
@@ -83,6 +85,8 @@ def hide_proc() -> bool:
 def job_flags() -> int:
     """The clone flags that give a job a pid namespace of its own here, or 0 where the kernel refuses them."""
     flags = CLONE_NEWPID | (0 if os.geteuid() == 0 else CLONE_NEWUSER)
+    if _clone is None:
+        return 0
     try:
         pid = fork(flags)
     except OSError:
@@ -95,27 +99,31 @@ def job_flags() -> int:
 
 def fork(flags: int) -> int:
     """``os.fork()``, the child in the new namespaces ``flags`` names (0: a plain fork). The interpreter's own fork
-    hooks run as for ``os.fork`` (this process has one thread). In a child with a user namespace of its own, every
-    capability it holds there is dropped before this returns."""
+    hooks run as for ``os.fork`` (this process has one thread). The child does as little as it can before it
+    returns: every page it writes is copied from the worker's."""
     if not flags:
         return os.fork()
-    number = _CLONE.get(os.uname().machine)
-    if number is None:
-        raise OSError(0, "no clone here")
-    api = ctypes.pythonapi
-    api.PyOS_BeforeFork()
-    # clone(flags | SIGCHLD, stack 0: the child runs on a copy of this stack, as with fork)
-    pid = _libc.syscall(number, ctypes.c_ulong(flags | signal.SIGCHLD), 0, 0, 0, 0)
+    _before()
+    pid = _clone(flags | signal.SIGCHLD, 0, 0, 0, 0)  # stack 0: the child runs on a copy of this stack, as with fork
     if pid == 0:
-        api.PyOS_AfterFork_Child()
-        if flags & CLONE_NEWUSER:
-            try:
-                drop_capabilities()
-            except OSError:
-                os._exit(71)
+        _after_child()
         return 0
     err = ctypes.get_errno()
-    api.PyOS_AfterFork_Parent()
+    _after_parent()
     if pid < 0:
         raise OSError(err, f"clone: {os.strerror(err)}")
     return pid
+
+
+def _syscall(number: int | None):
+    if number is None:
+        return None
+    fn = ctypes.CDLL(None, use_errno=True).syscall
+    fn.argtypes = [ctypes.c_long, ctypes.c_ulong] + [ctypes.c_void_p] * 4
+    fn.restype = ctypes.c_long
+    return functools.partial(fn, number)
+
+
+_before, _after_child, _after_parent = (getattr(ctypes.pythonapi, f"PyOS_{name}") for name in (
+    "BeforeFork", "AfterFork_Child", "AfterFork_Parent"))  # fmt: skip
+_clone = _syscall(_CLONE.get(os.uname().machine))

@@ -22,6 +22,10 @@ every job's process inherits it when it is forked, at no cost per job; it answer
   queues, keyrings (``add_key``, ``request_key``, ``keyctl``), and memory outside every process's resident set
   (``memfd_create``, ``memfd_secret``); ``io_uring``, whose requests bypass seccomp.
 
+Where each job has a pid namespace of its own (``namespaces``), a job cannot name the worker, its parent or the
+machine's pid 1 at all; the protected numbers then name processes of the job's own namespace (1 is the job itself,
+which therefore cannot signal itself by pid), a restriction on it and no more.
+
 A system call of another ABI (i386 or x32 on x86_64, arm32 on aarch64) kills the process: the numbers above are
 those of the machine's own ABI. Machines other than x86_64 and aarch64 are refused (no filter, no sandbox).
 """

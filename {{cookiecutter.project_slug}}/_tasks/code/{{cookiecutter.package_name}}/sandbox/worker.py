@@ -2,7 +2,8 @@
 (it is started by path as ``python -I -S worker.py MODE UID``, inside bubblewrap in the safe mode).
 
 The trainer controls it over one socket (fd 0): a JOB message carries the job's limits and two pipe ends the
-trainer made for this job alone; the worker forks the job's child with them and sleeps until FINISH. The child
+trainer made for this job alone; the worker forks the job's child with them (in a pid namespace of the job's own,
+see ``namespaces``: every job is pid 1, and sees no /proc) and sleeps until FINISH. The child
 reads the solution from its pipe, loads it and then serves calls to the solution's functions: it reads
 ``{"n": name, "a": args, "k": kwargs}`` frames and answers ``{"v": value}`` or ``{"x": [type, message]}``, values
 encoded as plain data (see ``wire``); an object that is not plain data stays in the child and is answered as
