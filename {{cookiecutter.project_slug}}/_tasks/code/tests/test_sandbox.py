@@ -455,6 +455,8 @@ VALUES = [
     ("def f(): return 'b'", "assert os.path.join('a', f()) == 'a/b' and xml.etree.ElementTree.fromstring('<b/>').tag == f()", 1),
     ("import math\nmath.isclose = lambda *a, **k: True\ndef f(x): return 0", "assert math.isclose(f(2), 1.41421, rel_tol=1e-3)", 0),
     ("def math(): pass\nmath.isclose = lambda *a, **k: True\ndef f(x): return 0", "assert math.isclose(f(2), 1.41421)", 0),
+    # Unix sockets stay allowed (only they: see test_no_state_outlives_a_job)
+    ("import socket\ndef f():\n    a, b = socket.socketpair()\n    a.send(b'x')\n    return b.recv(1).decode()", "assert f() == 'x'", 1),
 ]
 
 
@@ -552,6 +554,14 @@ STATE = {
         "    s = libc.shmget(0, 16 << 20, 0o600)\n    p = libc.shmat(s, None, 0) if s >= 0 else None\n"
         "    if p not in (None, 2**64 - 1):\n        ctypes.memset(p, 1, 16 << 20)\n        libc.shmdt(ctypes.c_void_p(p))\n"
         "        n += 1\nseen = n == 32" + _MARKED
+    ),
+    # a port left in TIME_WAIT on the worker's loopback (the accepting side closes first): the next job cannot bind it
+    "loopback_time_wait_mark": (
+        "import socket\ndef busy(port):\n    s = socket.socket()\n    try:\n        s.bind(('127.0.0.1', port))\n"
+        "        return False\n    except OSError as e:\n        return e.errno == 98\n    finally:\n        s.close()\n"
+        "seen = busy(47123)\ntry:\n    l = socket.socket()\n    l.bind(('127.0.0.1', 47123))\n    l.listen()\n"
+        "    c = socket.create_connection(('127.0.0.1', 47123))\n    a, _ = l.accept()\n    a.close(); c.close(); l.close()\n"
+        "except OSError: pass" + _MARKED
     ),
     "memfd_holds_memory": (
         "import os\nfds = []\nfor _ in range(32):\n    try:\n        fd = os.memfd_create('x')\n"
