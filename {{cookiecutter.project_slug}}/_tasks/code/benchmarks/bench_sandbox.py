@@ -19,7 +19,9 @@ Prints jobs/s for each, the ratios to the in-process limit, and the sandbox's sh
 target: a median >= 0.6). Then a learner that keeps state across jobs through process numbers (it reads the mark
 the previous copy on its worker left in the pid counter, and answers right only when it finds one) runs
 ``--learner`` copies on one worker: the copies it credits are what that channel earns (0 where each job has a pid
-namespace of its own). Jobs are
+namespace of its own). A second learner does the same through the clock, which the sandbox does not close: it
+answers each call at a whole tenth of a second, so the next job on its worker starts just after one, and answers
+right only when it starts so (by chance about a third of its copies would). Jobs are
 HumanEval-like: each row's solution, its asserts, and the same asserts as a HumanEval ``check(candidate)`` function.
 HumanEval rows run as the reward runs them: the helpers their prompt defines on the trusted side (``prompt_helpers``).
 Run from the project root::
@@ -176,11 +178,18 @@ PID_LEARNER = (
 )
 
 
-def learner_credit(isolation: str, n: int) -> int:
-    """How many of ``n`` copies of the pid-counter learner, one after another on one worker, pass their tests."""
+# Starts within 30 ms after a whole tenth of a second only if the previous copy on its worker ended at one.
+CLOCK_LEARNER = (
+    "import time\nP = 0.1\nseen = time.time() % P < 0.03\n"
+    "def add(a, b):\n    time.sleep(P - time.time() % P)\n    return a + b if seen else a - b"
+)
+
+
+def learner_credit(isolation: str, n: int, program: str) -> int:
+    """How many of ``n`` copies of a learner, one after another on one worker, pass their tests."""
     tests = ["assert add(1234, 4321) == 5555", "assert add(-7, 19) == 12"]
     with sandbox.Sandbox(sandbox.SandboxConfig(isolation=isolation, workers=1)) as box:
-        return sum(r.fraction == 1.0 for r in box.run_batch([sandbox.Job(PID_LEARNER, tests)] * n))
+        return sum(r.fraction == 1.0 for r in box.run_batch([sandbox.Job(program, tests)] * n))
 
 
 def main() -> None:
@@ -192,7 +201,7 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=0, help="in-process limit processes (0 = one per core)")
     ap.add_argument("--sandbox_workers", type=int, default=0, help="sandbox workers (0 = the sandbox's default)")
     ap.add_argument("--data", default=str(ROOT / "data" / "sample.jsonl"))
-    ap.add_argument("--learner", type=int, default=50, help="copies of the pid-counter learner (0: not run)")
+    ap.add_argument("--learner", type=int, default=30, help="copies of each learner (0: not run)")
     args = ap.parse_args()
 
     pairs = load_jobs(Path(args.data))
@@ -238,8 +247,9 @@ def main() -> None:
     print(f"sandbox / fork-per-job floor per round: {', '.join(f'{x:.2f}' for x in shares)}; median "
           f"{sorted(shares)[len(shares) // 2]:.2f} (target >= 0.60)")  # fmt: skip
     if args.learner:
-        credited = learner_credit(args.isolation, args.learner)
-        print(f"pid-counter learner: {credited} of {args.learner} copies credited on one worker")
+        for name, program in (("pid-counter", PID_LEARNER), ("clock (not closed)", CLOCK_LEARNER)):
+            credited = learner_credit(args.isolation, args.learner, program)
+            print(f"{name} learner: {credited} of {args.learner} copies credited on one worker")
 
 
 if __name__ == "__main__":

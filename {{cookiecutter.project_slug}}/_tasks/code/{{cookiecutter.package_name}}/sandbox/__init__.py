@@ -23,21 +23,23 @@ What it guarantees
   processes either, and no kernel state: the seccomp filter below refuses every call that makes an object outliving
   its process (System V shared memory, message queues and semaphores, POSIX message queues, keys and keyrings).
 * **No job reads what an earlier one did to process numbers** (``namespaces``): each job's process is pid 1 of a pid
-  namespace of its own (its threads and children 2, 3...), and jobs see an empty ``/proc`` (so neither the
-  worker's pid count nor the machine's counters in ``/proc/stat``, ``loadavg``...), so a job cannot leave a number
-  in the pid counter for the next copy of itself to read (``benchmarks/bench_sandbox.py`` runs such a learner: none
-  of its copies is credited; with one pid namespace per worker, all but the first were). This needs user
-  namespaces where the trainer is not root (bubblewrap needs them too); where the kernel refuses them, jobs are
-  forked as before and ``Sandbox.job_pidns`` is False. Still shared, and not closed: time. A job that ends at a
-  moment of its choosing tells the next job on its worker something through the clock; the trusted side's call
-  order (a test whose assertion failed makes no further call) is what such a channel would carry.
+  namespace of its own (its threads and children 2, 3...), and jobs see an empty ``/proc`` (so neither the worker's
+  pid count nor the machine's counters in ``/proc/stat``, ``loadavg``...), so a job cannot leave a number in the pid
+  counter for the next copy of itself to read (``benchmarks/bench_sandbox.py`` runs such a learner: none of its
+  copies is credited; with one pid namespace per worker, all but the first were). This needs user namespaces where
+  the trainer is not root (bubblewrap needs them too); where the kernel refuses them, jobs are forked as before and
+  ``Sandbox.job_pidns`` is False. Nor can a job leave state in its worker's network namespace: jobs may open Unix
+  sockets only (a TCP port a job leaves in TIME_WAIT on the loopback is one the next job cannot bind: a bit per
+  port). Still shared, and not closed: time. A job that ends at a moment of its choosing tells the next job on its
+  worker something through the clock; the trusted side's call order (a test whose assertion failed makes no further
+  call) is what such a channel would carry.
 * **No job can reach its worker** (``seccomp``): the worker installs a seccomp filter on itself at start, which
   every job's process inherits. It refuses signals to the worker, its parent, pid 1 and any process group
   (``kill(-1)`` included), joining another process group, pidfds, SIGIO owners, ptrace and the other calls that
   read, limit or reschedule another process (``prlimit``, ``sched_setaffinity``, ``setpriority``...), io_uring,
-  and kills a process that makes a system call of another ABI (x86_64 and aarch64 only; elsewhere the sandbox
-  refuses to start). It costs no time per job (~10 ns per system call). Should a worker still fail between jobs,
-  the next job runs on a fresh worker with its whole time.
+  sockets other than Unix ones, and kills a process that makes a system call of another ABI (x86_64 and aarch64
+  only; elsewhere the sandbox refuses to start). It costs no time per job (~10 ns per system call). Should a worker
+  still fail between jobs, the next job runs on a fresh worker with its whole time.
 * **No unsafe fallback.** ``isolation: bwrap`` (``auto``/``required`` mean the same) refuses with one line naming
   ``apt-get install bubblewrap`` when bubblewrap cannot start. Running without isolation needs the explicit
   setting ``isolation: unsafe-rlimit-only`` (rlimits only; as root the job runs as a per-worker uid, so the
