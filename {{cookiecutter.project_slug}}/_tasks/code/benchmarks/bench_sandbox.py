@@ -15,7 +15,13 @@ number of processes, so that neither a long job left to one process (HumanEval/7
 pool's dispatching lowers them. Each round runs every side on each slice of the jobs in turn (the order rotating),
 so that a slow spell of a noisy machine falls on all three alike.
 
-Prints jobs/s for each and the ratios to the in-process limit (the sandbox's target is >= 0.5). Jobs are
+Prints jobs/s for each, the ratios to the in-process limit, and the sandbox's share of the fork-per-job floor (its
+target: a median >= 0.6). Then a learner that keeps state across jobs through process numbers (it reads the mark
+the previous copy on its worker left in the pid counter, and answers right only when it finds one) runs
+``--learner`` copies on one worker: the copies it credits are what that channel earns (0 where each job has a pid
+namespace of its own). A second learner does the same through the clock, which the sandbox does not close: it
+answers each call at a whole tenth of a second, so the next job on its worker starts just after one, and answers
+right only when it starts so (by chance about a third of its copies would). Jobs are
 HumanEval-like: each row's solution, its asserts, and the same asserts as a HumanEval ``check(candidate)`` function.
 HumanEval rows run as the reward runs them: the helpers their prompt defines on the trusted side (``prompt_helpers``).
 Run from the project root::
@@ -157,6 +163,35 @@ def sandbox_time(box, jobs: list) -> tuple[float, int]:
     return wall, len(results) - len(bad)
 
 
+# Reads the mark the previous copy on its worker left in the pid counter (its pid, a thread's id, /proc/self,
+# /proc/loadavg), then leaves one (threads until the last id is 37 mod 64); answers right only when it found one.
+PID_LEARNER = (
+    "import os, threading\n"
+    "def tid():\n    t = threading.Thread(target=len, args=((),))\n    t.start()\n    t.join()\n"
+    "    return t.native_id\n"
+    "def marks():\n    out = [os.getpid() % 64 == 38, tid() % 64 == 39]\n"
+    "    for read in (lambda: os.readlink('/proc/self'), lambda: open('/proc/loadavg').read().split()[-1]):\n"
+    "        try: out.append(int(read()) % 64 in (38, 39, 40))\n        except (OSError, ValueError): pass\n"
+    "    return out\n"
+    "seen = any(marks())\nfor _ in range(128):\n    if tid() % 64 == 37: break\n"
+    "def add(a, b): return a + b if seen else a - b"
+)
+
+
+# Starts within 30 ms after a whole tenth of a second only if the previous copy on its worker ended at one.
+CLOCK_LEARNER = (
+    "import time\nP = 0.1\nseen = time.time() % P < 0.03\n"
+    "def add(a, b):\n    time.sleep(P - time.time() % P)\n    return a + b if seen else a - b"
+)
+
+
+def learner_credit(isolation: str, n: int, program: str) -> int:
+    """How many of ``n`` copies of a learner, one after another on one worker, pass their tests."""
+    tests = ["assert add(1234, 4321) == 5555", "assert add(-7, 19) == 12"]
+    with sandbox.Sandbox(sandbox.SandboxConfig(isolation=isolation, workers=1)) as box:
+        return sum(r.fraction == 1.0 for r in box.run_batch([sandbox.Job(program, tests)] * n))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--n", type=int, default=1200, help="jobs per round")
@@ -166,6 +201,7 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=0, help="in-process limit processes (0 = one per core)")
     ap.add_argument("--sandbox_workers", type=int, default=0, help="sandbox workers (0 = the sandbox's default)")
     ap.add_argument("--data", default=str(ROOT / "data" / "sample.jsonl"))
+    ap.add_argument("--learner", type=int, default=30, help="copies of each learner (0: not run)")
     args = ap.parse_args()
 
     pairs = load_jobs(Path(args.data))
@@ -178,7 +214,7 @@ def main() -> None:
         mode = box.start()
         box.run_batch([sandbox.Job(c, t, entry_point=e, helpers=h) for c, t, e, h in pairs])  # warm-up
         pool.map(_inprocess, jobs[: procs * 4])
-        ratios, floors = [], []
+        ratios, floors, shares = [], [], []
         for r in range(args.rounds):
             # Each slice of the jobs is run by every side in turn (the order rotating), so that a slow spell of a
             # noisy machine falls on all three sides alike; a side's rate is all its jobs over all its slices' time.
@@ -196,17 +232,24 @@ def main() -> None:
             limit, rate, floor = (len(jobs) / spent[s] for s in sides)
             ratios.append(rate / limit)
             floors.append(floor / limit)
+            shares.append(rate / floor)
             print(
                 f"round {r + 1}: sandbox ({mode}, {box.size} workers) {rate:.0f} jobs/s "
                 f"({ok['sandbox']}/{len(jobs)} all-pass); "
                 f"in-process limit ({procs} processes) {limit:.0f} jobs/s ({ok['limit']}/{len(jobs)}); "
                 f"fork-per-job floor {floor:.0f} jobs/s ({ok['floor']}/{len(jobs)}); "
-                f"ratio {rate / limit:.2f} (floor {floor / limit:.2f})"
+                f"ratio {rate / limit:.2f} (floor {floor / limit:.2f}); of the floor {rate / floor:.2f}"
             )
     print(f"ratio per round: {', '.join(f'{x:.2f}' for x in ratios)}; best {max(ratios):.2f}, median "
           f"{sorted(ratios)[len(ratios) // 2]:.2f}; fork-per-job floor per round: "
           f"{', '.join(f'{x:.2f}' for x in floors)} (cores: {len(os.sched_getaffinity(0))}, "
           f"load average {os.getloadavg()[0]:.2f}, {len(slices)} slices per round)")  # fmt: skip
+    print(f"sandbox / fork-per-job floor per round: {', '.join(f'{x:.2f}' for x in shares)}; median "
+          f"{sorted(shares)[len(shares) // 2]:.2f} (target >= 0.60)")  # fmt: skip
+    if args.learner:
+        for name, program in (("pid-counter", PID_LEARNER), ("clock (not closed)", CLOCK_LEARNER)):
+            credited = learner_credit(args.isolation, args.learner, program)
+            print(f"{name} learner: {credited} of {args.learner} copies credited on one worker")
 
 
 if __name__ == "__main__":

@@ -9,11 +9,12 @@ protection in bubblewrap mode; CI sets GRPO_REQUIRE_BWRAP=1, where bubblewrap's 
 # ruff: noqa: E501  (the hostile programs are kept one statement per source line)
 from __future__ import annotations
 
-import json
 import os
+import re
 import shutil
 import signal
 import socket
+import subprocess
 import sys
 import tempfile
 import threading
@@ -43,6 +44,13 @@ def _need_bwrap() -> None:
         if os.environ.get("GRPO_REQUIRE_BWRAP") == "1":
             pytest.fail("GRPO_REQUIRE_BWRAP=1 but bubblewrap is not installed")
         pytest.skip("bubblewrap not installed")
+
+
+def _need_root_to_look_inside(mode: str) -> None:
+    """Jobs see no /proc: a test that reads their IPC namespace (bubblewrap's) or their memory from outside needs
+    root (CI runs as root)."""
+    if mode.startswith("bwrap") and os.geteuid() != 0:
+        pytest.skip("reads a sandbox's namespaces from outside, which needs root")
 
 
 def _box(isolation: str, **kw: object):
@@ -420,6 +428,45 @@ def test_solutions_import_the_standard_library(box) -> None:
     assert res.fraction == 1.0, res
 
 
+# (solution, test, score): a value of a subclass of a plain type is compared as Python compares that type, from the
+# plain data it holds (never by a method of its class); a standard module the test names is the trainer's own.
+VALUES = [
+    ("from collections import Counter\ndef f(s): return Counter(s)", "assert f('aab') == {'a': 2, 'b': 1}", 1),
+    ("from collections import Counter\ndef f(s): return Counter(s)", "assert f('ab') == collections.Counter('ba')", 1),
+    ("import collections\ndef f(): return collections.OrderedDict([('b', 1), ('a', 2)])", "assert f() == {'a': 2, 'b': 1}", 1),
+    ("import collections\ndef f(): return collections.defaultdict(list, a=[1])", "assert f() == {'a': [1]}", 1),
+    ("from typing import NamedTuple\nclass P(NamedTuple):\n    x: int\n    y: int\ndef f(): return [P(1, 2)]", "assert f() == [(1, 2)]", 1),
+    ("import enum\nclass C(enum.IntEnum):\n    RED = 3\ndef f(): return {C.RED: C.RED}", "assert f() == {3: 3}", 1),
+    ("import enum\nclass C(str, enum.Enum):\n    RED = 'red'\ndef f(): return C.RED", "assert f() == 'red'", 1),
+    ("class Stack(list):\n    def push(self, x): self.append(x)\ndef f(): return Stack()", "s = f()\ns.push(1)\nassert s.pop() == 1", 1),
+    # Python's own answer is no: an OrderedDict against one of another order, a Counter with another count
+    ("import collections\ndef f(): return collections.OrderedDict([('b', 1), ('a', 2)])",
+     "assert f() == collections.OrderedDict([('a', 2), ('b', 1)])", 0),
+    ("from collections import Counter\ndef f(s): return Counter(s)", "assert f('aab') == collections.Counter('ab')", 0),
+    # subclasses whose __eq__ (or __hash__) lies: compared as the plain value they hold
+    ("class I(int):\n    __eq__ = lambda s, o: True\n    __hash__ = lambda s: 0\ndef f(): return {I(0): I(0)}", "assert f() == {3: 3}", 0),
+    ("import collections\nclass D(collections.Counter):\n    __eq__ = lambda s, o: True\ndef f(s): return D()",
+     "assert f('ab') == {'a': 1, 'b': 1}", 0),
+    ("import collections\nP = collections.namedtuple('P', 'x y')\nP.__eq__ = lambda s, o: True\ndef f(): return P(0, 0)", "assert f() == (1, 2)", 0),
+    ("import enum\nclass C(enum.IntEnum):\n    RED = 2\n    def __eq__(s, o): return True\ndef f(): return C.RED", "assert f() == 3", 0),
+    # modules: the test's math is the trainer's, whether the solution imported math, patched it, or is named math
+    ("import math\ndef f(x): return math.sqrt(x)", "assert math.isclose(f(2), 1.41421, rel_tol=1e-3)", 1),
+    ("def f(x): return x ** 0.5", "assert math.isclose(f(2), 1.41421, rel_tol=1e-3)", 1),
+    ("def f(): return 'b'", "assert os.path.join('a', f()) == 'a/b' and xml.etree.ElementTree.fromstring('<b/>').tag == f()", 1),
+    ("import math\nmath.isclose = lambda *a, **k: True\ndef f(x): return 0", "assert math.isclose(f(2), 1.41421, rel_tol=1e-3)", 0),
+    ("def math(): pass\nmath.isclose = lambda *a, **k: True\ndef f(x): return 0", "assert math.isclose(f(2), 1.41421)", 0),
+    # Unix sockets stay allowed (only they: see test_no_state_outlives_a_job)
+    ("import socket\ndef f():\n    a, b = socket.socketpair()\n    a.send(b'x')\n    return b.recv(1).decode()", "assert f() == 'x'", 1),
+]
+
+
+def test_values_compare_as_python_compares_their_plain_type(box) -> None:
+    """Both ways in one batch: every right answer scores exactly 1 beside the hostile ones, every wrong one 0."""
+    res = box.run_batch([sandbox.Job(code, [test]) for code, test, _ in VALUES])
+    assert [r.fraction for r in res] == [float(score) for _, _, score in VALUES], [
+        (test, r.tests[0].reason) for (_, test, score), r in zip(VALUES, res, strict=True) if r.fraction != score]
+
+
 def test_jobs_share_no_state(box) -> None:
     """Each job runs in a fresh process: what one job does to modules the worker preloads, to builtins or to its
     directory (/tmp with bubblewrap) is gone for the next job on the same worker."""
@@ -434,6 +481,49 @@ def test_jobs_share_no_state(box) -> None:
     )
     res = box.run_batch([sandbox.Job(poison, TESTS)] * 2 + [sandbox.Job(clean, TESTS)] * 4)
     assert [r.fraction for r in res[2:]] == [1.0] * 4, res  # (the poisoned jobs break their own replies: len)
+
+
+# A learner that keeps state across jobs through process numbers: each copy reads the mark the previous copy on its
+# worker left (its own pid, a thread's id, /proc/self, /proc/loadavg's last pid), then leaves one by starting threads
+# until the last id it got is 37 mod 64, so that the next job's pid is 38. It answers right only when it found the
+# mark. Where pids are counted in a namespace that outlives the job, every copy after the first scores 1.
+PID_LEARNER = (
+    "import os, threading\n"
+    "def tid():\n    t = threading.Thread(target=len, args=((),))\n    t.start()\n    t.join()\n    return t.native_id\n"
+    "def marks():\n    out = [os.getpid() % 64 == 38, tid() % 64 == 39]\n"
+    "    for read in (lambda: os.readlink('/proc/self'), lambda: open('/proc/loadavg').read().split()[-1]):\n"
+    "        try: out.append(int(read()) % 64 in (38, 39, 40))\n        except (OSError, ValueError): pass\n    return out\n"
+    "seen = any(marks())\nfor _ in range(128):\n    if tid() % 64 == 37: break\n"
+    "def add(a, b): return a + b if seen else a - b"
+)
+# What a job can read of process numbers and of the machine's counters: the same for every job, whatever ran before
+# (a job that started 40 threads and 3 processes, here).
+NUMBERS = (
+    "import os, threading\ndef numbers():\n    t = threading.Thread(target=len, args=((),))\n    t.start()\n    t.join()\n"
+    "    return [os.getpid(), os.getppid(), t.native_id, os.getpgid(0), os.listdir('/proc')]"
+)
+CHURN = (
+    "import os, threading\nfor _ in range(40):\n    threading.Thread(target=len, args=((),)).start()\n"
+    "for _ in range(3):\n    if os.fork() == 0:\n        os._exit(0)\n    os.wait()\n" + RIGHT
+)
+
+
+def test_no_state_crosses_jobs_through_process_numbers(box1) -> None:
+    """Each job is pid 1 of a pid namespace of its own and sees no /proc: copies of the pid-counter learner around a
+    correct sibling all score 0 (each one after the first scored 1 when the worker's pid namespace outlived its
+    jobs), the sibling exactly 1; a job reads the same numbers whatever the job before it did."""
+    assert box1.job_pidns, box1._workers[0].hello
+    learner = sandbox.Job(PID_LEARNER, TESTS)
+    res = box1.run_batch([learner] * 4 + [sandbox.Job(RIGHT, TESTS)] + [learner] * 2)
+    assert [r.fraction for r in res] == [0.0] * 4 + [1.0] + [0.0] * 2, res
+    _SEEN.clear()
+    probe = sandbox.Job(NUMBERS, ["seen.append(numbers())"], helpers="from test_sandbox import _SEEN as seen")
+    res = box1.run_batch([probe, sandbox.Job(CHURN, TESTS), probe])
+    assert [r.fraction for r in res] == [1.0] * 3, res
+    assert _SEEN == [[1, 0, 2, 1, []]] * 2, _SEEN  # pid 1 (its parent outside), its first thread 2, no /proc
+
+
+_SEEN: list = []  # what the probe's test (run on the trusted side) read from the job
 
 
 # Kernel objects that outlive a job (or hold memory no process maps): each program answers right only if an earlier
@@ -464,6 +554,14 @@ STATE = {
         "    s = libc.shmget(0, 16 << 20, 0o600)\n    p = libc.shmat(s, None, 0) if s >= 0 else None\n"
         "    if p not in (None, 2**64 - 1):\n        ctypes.memset(p, 1, 16 << 20)\n        libc.shmdt(ctypes.c_void_p(p))\n"
         "        n += 1\nseen = n == 32" + _MARKED
+    ),
+    # a port left in TIME_WAIT on the worker's loopback (the accepting side closes first): the next job cannot bind it
+    "loopback_time_wait_mark": (
+        "import socket\ndef busy(port):\n    s = socket.socket()\n    try:\n        s.bind(('127.0.0.1', port))\n"
+        "        return False\n    except OSError as e:\n        return e.errno == 98\n    finally:\n        s.close()\n"
+        "seen = busy(47123)\ntry:\n    l = socket.socket()\n    l.bind(('127.0.0.1', 47123))\n    l.listen()\n"
+        "    c = socket.create_connection(('127.0.0.1', 47123))\n    a, _ = l.accept()\n    a.close(); c.close(); l.close()\n"
+        "except OSError: pass" + _MARKED
     ),
     "memfd_holds_memory": (
         "import os\nfds = []\nfor _ in range(32):\n    try:\n        fd = os.memfd_create('x')\n"
@@ -513,20 +611,40 @@ if os.uname().machine == "x86_64":  # kill(worker, SIGSTOP) through the i386 ABI
     )
 
 
-def _kernel_objects(b, out: Path) -> list[str]:
-    """IPC objects and keys owned by the jobs' uid, as a job sees them (its worker's IPC namespace with bubblewrap,
-    the host's in unsafe mode): their ids, and a key's type and description (a keyring's counts its keys)."""
-    probe = (
-        "import os\ndef probe():\n    me, out = str(os.getuid()), []\n"
-        "    for name, col in (('shm', 7), ('msg', 7), ('sem', 4)):\n"
-        "        rows = [r.split() for r in open('/proc/sysvipc/' + name).read().splitlines()[1:]]\n"
-        "        out += [f'{name} {r[0]} {r[1]}' for r in rows if r[col] == me]\n"
-        "    keys = [r.split() for r in open('/proc/keys').read().splitlines()]\n"
-        "    return sorted(out + [' '.join([r[0]] + r[7:]) for r in keys if r[5] == me])"
-    )
-    (res,) = b.run_batch([sandbox.Job(probe, [f"import json\njson.dump(probe(), open({str(out)!r}, 'w'))"])])
-    assert res.fraction == 1.0, res
-    return json.loads(out.read_text())
+def _children(pid: int) -> list[int]:
+    """Every descendant of ``pid`` on the host, parents before their children."""
+    out, stack = [], [pid]
+    while stack:
+        p = stack.pop(0)
+        try:
+            for tid in os.listdir(f"/proc/{p}/task"):
+                with open(f"/proc/{p}/task/{tid}/children") as f:
+                    kids = [int(k) for k in f.read().split()]
+                out += kids
+                stack += kids
+        except OSError:
+            pass
+    return out
+
+
+def _kernel_objects(b) -> list[str]:
+    """IPC objects owned by the jobs' uid in their IPC namespace (their worker's with bubblewrap, the host's in
+    unsafe mode), and that uid's count of keys, read from outside: jobs see no /proc."""
+    w = b._worker(0)
+    uid = w.hello["child_uid"] if w.hello["child_uid"] is not None else w.hello["uid"]
+    out = []
+    for name, col in (("shm", 7), ("msg", 7), ("sem", 4)):
+        if b.mode.startswith("bwrap"):  # the sandbox's init: in the worker's namespaces
+            inside = ["nsenter", "-t", str(_children(w.proc.pid)[0]), "-i", "cat", f"/proc/sysvipc/{name}"]
+            text = subprocess.run(inside, capture_output=True, text=True, check=True).stdout
+        else:
+            text = Path(f"/proc/sysvipc/{name}").read_text()
+        rows = [r.split() for r in text.splitlines()[1:]]
+        out += [f"{name} {r[0]} {r[1]}" for r in rows if r[col] == str(uid)]
+    if uid != os.getuid():  # a uid of the jobs' own (as root): its keys, counted by the kernel
+        out += [line.strip() for line in Path("/proc/key-users").read_text().splitlines()
+                if line.split(":")[0].strip() == str(uid)]
+    return sorted(out)
 
 
 @pytest.fixture(params=MODES)
@@ -540,15 +658,16 @@ def box1(request: pytest.FixtureRequest):
     b.close()
 
 
-def test_no_state_outlives_a_job(box1, tmp_path: Path) -> None:
+def test_no_state_outlives_a_job(box1) -> None:
     """No job leaves an IPC object or a key a later job on its worker can find, or holds memory outside its budget.
     Copies of one completion around a correct sibling: every copy scores 0 and the sibling 1, nothing is left."""
-    before = _kernel_objects(box1, tmp_path / "objects.json")  # the trainer's own session keyring, say
+    _need_root_to_look_inside(box1.mode)
+    before = _kernel_objects(box1)
     for name, code in STATE.items():
         hostile = sandbox.Job(code, TESTS)
         res = box1.run_batch([hostile, hostile, sandbox.Job(RIGHT, TESTS), hostile])
         assert [r.fraction for r in res] == [0.0, 0.0, 1.0, 0.0], (name, res)
-        assert _kernel_objects(box1, tmp_path / "objects.json") == before, name
+        assert _kernel_objects(box1) == before, name
         assert _left_behind(box1) == [], name
 
 
@@ -599,30 +718,34 @@ def test_the_rows_helpers_cannot_be_replaced(box) -> None:
     assert "helpers failed" in res[3].error
 
 
-# Reads every private writable mapping of its own process (the memory it inherited from the worker) and returns the
-# 12-hex-digit tags found after the marker; the marker is built at run time, so this source holds none.
-SCAN = """
-import ctypes, re
-def scan(own):
+def _scan(pid: int) -> list[str]:
+    """The 12-hex-digit tags after the marker in every private writable mapping of process ``pid`` (read from
+    outside: jobs see no /proc); the marker is built at run time, so this source holds none."""
     pat = re.compile(("QQ" + "MA" + "RK").encode() + rb"([0-9a-f]{12})")
     found = set()
-    with open("/proc/self/maps") as maps:
+    with open(f"/proc/{pid}/maps") as maps, open(f"/proc/{pid}/mem", "rb", buffering=0) as mem:
         for line in maps:
             span, perms = line.split()[:2]
             if perms.startswith("rw") and "[v" not in line:
                 a, b = (int(x, 16) for x in span.split("-"))
-                found |= {m.decode() for m in pat.findall(ctypes.string_at(a, b - a))}
+                try:
+                    mem.seek(a)
+                    found |= {m.decode() for m in pat.findall(mem.read(b - a))}
+                except OSError:
+                    pass
     return sorted(found)
-"""
 
 
 @pytest.mark.parametrize("mode", MODES)
 def test_no_job_reads_an_earlier_job_from_memory(mode: str) -> None:
     """Each job's child is forked from its worker, so it inherits the worker's memory. An earlier job's code, calls,
     answers and file names (a sibling completion's, in GRPO: the same tests, maybe answered right) must not be in
-    it. The scan finds its own call's tag, so it does see its memory."""
+    it. The last job's memory is read while it runs (from outside, as root: a job sees no /proc); the scan finds
+    that job's own tag, so it does see its memory."""
     if mode == "bwrap":
         _need_bwrap()
+    if os.geteuid() != 0:
+        pytest.skip("reads a job's memory from outside, which needs root")
     tag = "QQ" + "MARK"
     code, arg, answer, name, own = (uuid.uuid4().hex[:12] for _ in range(5))
     earlier = (
@@ -631,11 +754,19 @@ def test_no_job_reads_an_earlier_job_from_memory(mode: str) -> None:
     )  # fmt: skip
     test = f"assert answer({(tag + answer)[::-1]!r}, {tag + arg!r}) == {tag + answer!r}"
     allowed = {own} if mode == "bwrap" else {own, name}  # the unsafe mode empties a job's directory itself
-    check = f"found = scan({tag + own!r})\nassert {own!r} in found and set(found) <= {allowed!r}, found"
     with _box(mode, workers=1) as b:
         assert [r.fraction for r in b.run_batch([sandbox.Job(earlier, [test])] * 3)] == [1.0] * 3
-        (res,) = b.run_batch([sandbox.Job(SCAN, [check])])
+        # the last job's test (run here, on the trusted side) scans that job's process while it waits for a call
+        worker = b._workers[0].proc.pid
+        last = f"keep = {(tag + own)[::-1]!r}[::-1]\ndef ready():\n    return 1"
+        check = f"assert ready() == 1\nfound = scan({worker})\nassert {own!r} in found and set(found) <= {allowed!r}, found"
+        (res,) = b.run_batch([sandbox.Job(last, [check], helpers="from test_sandbox import _scan_job as scan")])
     assert res.fraction == 1.0, res
+
+
+def _scan_job(worker: int) -> list[str]:
+    """``_scan`` of the job that runs under ``worker`` now (the last of its descendants: the job has no children)."""
+    return _scan(_children(worker)[-1])
 
 
 def test_a_broken_channel_ends_the_job_for_every_test() -> None:
@@ -726,7 +857,7 @@ def test_package_is_stdlib_only_and_small() -> None:
     pkg = Path(sandbox.__file__).parent
     for f in pkg.glob("*.py"):
         assert len(f.read_text().splitlines()) <= 500, f
-    for name in ("worker.py", "wire.py", "seccomp.py", "housekeeping.py"):  # loaded by path: no relative imports
+    for name in ("worker.py", "wire.py", "seccomp.py", "housekeeping.py", "namespaces.py"):  # loaded by path
         assert "from ." not in (pkg / name).read_text()
 
 

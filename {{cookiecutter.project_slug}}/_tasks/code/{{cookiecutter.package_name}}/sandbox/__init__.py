@@ -22,20 +22,33 @@ What it guarantees
   inherits, and nothing a job writes into its pipes reaches a later one. Jobs on one worker share no files or
   processes either, and no kernel state: the seccomp filter below refuses every call that makes an object outliving
   its process (System V shared memory, message queues and semaphores, POSIX message queues, keys and keyrings).
+* **No job reads what an earlier one did to process numbers** (``namespaces``): each job's process is pid 1 of a pid
+  namespace of its own (its threads and children 2, 3...), and jobs see an empty ``/proc`` (so neither the worker's
+  pid count nor the machine's counters in ``/proc/stat``, ``loadavg``...), so a job cannot leave a number in the pid
+  counter for the next copy of itself to read (``benchmarks/bench_sandbox.py`` runs such a learner: none of its
+  copies is credited; with one pid namespace per worker, all but the first were). This needs user namespaces where
+  the trainer is not root (bubblewrap needs them too); where the kernel refuses them, jobs are forked as before and
+  ``Sandbox.job_pidns`` is False. Nor can a job leave state in its worker's network namespace: jobs may open Unix
+  sockets only (a TCP port a job leaves in TIME_WAIT on the loopback is one the next job cannot bind: a bit per
+  port). Still shared, and not closed: time. A job that ends at a moment of its choosing tells the next job on its
+  worker something through the clock; the trusted side's call order (a test whose assertion failed makes no further
+  call) is what such a channel would carry.
 * **No job can reach its worker** (``seccomp``): the worker installs a seccomp filter on itself at start, which
   every job's process inherits. It refuses signals to the worker, its parent, pid 1 and any process group
   (``kill(-1)`` included), joining another process group, pidfds, SIGIO owners, ptrace and the other calls that
   read, limit or reschedule another process (``prlimit``, ``sched_setaffinity``, ``setpriority``...), io_uring,
-  and kills a process that makes a system call of another ABI (x86_64 and aarch64 only; elsewhere the sandbox
-  refuses to start). It costs no time per job (~10 ns per system call). Should a worker still fail between jobs,
-  the next job runs on a fresh worker with its whole time.
+  sockets other than Unix ones, and kills a process that makes a system call of another ABI (x86_64 and aarch64
+  only; elsewhere the sandbox refuses to start). It costs no time per job (~10 ns per system call). Should a worker
+  still fail between jobs, the next job runs on a fresh worker with its whole time.
 * **No unsafe fallback.** ``isolation: bwrap`` (``auto``/``required`` mean the same) refuses with one line naming
   ``apt-get install bubblewrap`` when bubblewrap cannot start. Running without isolation needs the explicit
   setting ``isolation: unsafe-rlimit-only`` (rlimits only; as root the job runs as a per-worker uid, so the
   interpreter must be readable by other users, else it refuses too). That mode does not protect the host (a job's
   files outside its own directory, in ``/tmp`` say, outlive it), and run by a normal user the job shares the
-  trainer's uid: it could then write into the trainer's pipes through ``/proc/<trainer>/fd``, so even verdicts are
-  only as safe as the code is trusted.
+  trainer's uid: it could then reach the trainer's pipes and memory (``/proc`` is hidden from it where user
+  namespaces are allowed, but a process of that uid is not protected from it otherwise), so even verdicts are only
+  as safe as the code is trusted. Each job still gets a pid namespace of its own and an empty ``/proc`` (as root, or
+  where user namespaces are allowed).
 * **With bubblewrap**, each worker sees a minimal root: read-only ``/usr`` (and ``/lib*``, ``/bin``), the
   interpreter's prefix read-only at ``/sbx/py`` (when it is not under ``/usr``), this package's directory at
   ``/sbx/lib``, a fresh ``/proc`` and a read-only ``/dev``; no ``/etc``, ``/root``, ``/home``, project, venv or
@@ -56,6 +69,12 @@ test that loops forever without calling the solution hangs its thread). A test t
 mutating an argument in place fails; a returned object that is not plain data stays in the sandbox
 (:class:`harness.RemoteObject`: its methods can be called, it equals only itself). The watchdog polls every
 20 ms, so a job with several processes may briefly exceed ``memory_mb`` by what they allocate in that time.
+
+Values: a test compares plain values built on the trusted side. A value of a subclass of a plain type (a
+``Counter``, ``OrderedDict``, ``defaultdict``, a namedtuple, an ``IntEnum`` member) crosses as the value of that type,
+so it compares as Python compares that type (``Counter('ab') == {'a': 1, 'b': 1}``), never through a method of its
+own class; a test gets the standard modules it names (``math.isclose(...)``) from the trainer (see ``wire`` and
+``harness``).
 
 Use: ``with Sandbox(SandboxConfig(...)) as sb: results = sb.run_batch([Job(code, tests), ...])``.
 """

@@ -15,6 +15,8 @@ from __future__ import annotations
 import ast
 import builtins
 import functools
+import importlib
+import sys
 import time
 from collections.abc import Callable
 
@@ -34,6 +36,10 @@ _MAPPED = {
 
 
 _BUILTINS = frozenset(dir(builtins))
+# Standard modules a test may name without importing them (``math.isclose(...)``), imported here; not the few whose
+# import opens a window, a browser or prints.
+_STDLIB = frozenset(getattr(sys, "stdlib_module_names", ())) - {
+    "antigravity", "this", "idlelib", "tkinter", "turtle", "turtledemo", "__hello__", "__phello__"}  # fmt: skip
 
 
 class RemoteError(Exception):
@@ -106,6 +112,46 @@ def _names(test: str) -> tuple[frozenset[str], frozenset[str]]:
     return frozenset(read), frozenset(bound)
 
 
+@functools.lru_cache(maxsize=8192)
+def _module_paths(test: str) -> frozenset[str]:
+    """Dotted paths ``name.attr...`` a test reads whose first name is a standard module it does not bind itself."""
+    tree = ast.parse(test)
+    bound = _names(test)[1]
+    out = set()
+    for node in ast.walk(tree):
+        parts = []
+        while isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        if parts and isinstance(node, ast.Name) and node.id in _STDLIB and node.id not in bound:
+            out.add(".".join([node.id, *reversed(parts)]))
+    return frozenset(out)
+
+
+def add_modules(tests: list[str], ns: dict[str, object]) -> None:
+    """Give the tests' namespace the standard modules they name and neither import nor define (MBPP's
+    ``assert math.isclose(f(2), 1.41, rel_tol=1e-3)``, with or without ``import math`` in the solution): this
+    process's own modules, which nothing of the solution can reach. Submodules named by a dotted path
+    (``os.path``, ``xml.etree.ElementTree``) are imported too."""
+    for test in tests:
+        try:
+            paths = _module_paths(test)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
+        for path in sorted(paths):
+            root = path.split(".")[0]
+            if root in ns and ns[root] is not sys.modules.get(root):
+                continue  # the row's helpers bound that name to something else
+            parts = path.split(".")
+            for i in range(1, len(parts) + 1):
+                try:
+                    importlib.import_module(".".join(parts[:i]))
+                except Exception:  # a name that is not a module (math.isclose), or one that fails to import
+                    break
+            if root in sys.modules:
+                ns[root] = sys.modules[root]
+
+
 def stub_names(tests: list[str], offered: list[str], entry_point: str | None) -> set[str]:
     """The solution's functions the tests may call: ones the tests read but neither bind nor take from builtins
     (so a solution that defines ``sorted`` or ``check`` cannot answer for the test's own helpers)."""
@@ -152,6 +198,7 @@ def run_tests(job: Job, send: Callable[[bytes], bytes], start_reply: bytes, dead
         except Exception as exc:
             why = f"the row's helpers failed: {_describe(exc)}"[:_REASON]
             return [TestResult("error", why)] * n, why
+    add_modules(job.tests, ns)  # before the stubs: a solution's function named ``math`` is not the test's math
     for name in stub_names(job.tests, first["names"], job.entry_point):
         if name == job.entry_point or name not in ns:  # the row's helpers stay the row's
             ns[name] = proxy(name)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
+PROC = "/proc"  # where the worker reads /proc: "." once it covered /proc for its jobs (``namespaces.hide_proc``)
 
 
 def reap() -> bool:
@@ -27,8 +28,8 @@ def descendants(root: int) -> list[int]:
     while stack:
         pid = stack.pop()
         try:
-            for tid in os.listdir(f"/proc/{pid}/task"):
-                with open(f"/proc/{pid}/task/{tid}/children") as f:
+            for tid in os.listdir(f"{PROC}/{pid}/task"):
+                with open(f"{PROC}/{pid}/task/{tid}/children") as f:
                     kids = [int(k) for k in f.read().split()]
                 out.extend(kids)
                 stack.extend(kids)
@@ -39,7 +40,7 @@ def descendants(root: int) -> list[int]:
 
 def _zombie(pid: int) -> bool:
     try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
+        with open(f"{PROC}/{pid}/stat", "rb") as f:
             data = f.read()
         return data[data.rindex(b")") + 2 : data.rindex(b")") + 3] == b"Z"
     except (OSError, ValueError):
@@ -48,10 +49,10 @@ def _zombie(pid: int) -> bool:
 
 def _count_procs(uid: int) -> int:
     n = 0
-    for name in os.listdir("/proc"):
+    for name in os.listdir(PROC):
         if name.isdigit():
             try:
-                n += os.stat(f"/proc/{name}").st_uid == uid
+                n += os.stat(f"{PROC}/{name}").st_uid == uid
             except OSError:
                 pass
     return n

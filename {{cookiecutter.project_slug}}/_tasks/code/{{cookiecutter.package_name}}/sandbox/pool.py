@@ -206,6 +206,7 @@ class Sandbox:
         self._workers: list[_Worker | None] = [None] * n
         self._argv: list[list[str]] | None = None
         self.mode = ""
+        self.job_pidns = False  # each job in a pid namespace of its own, /proc hidden (see ``namespaces``)
         self._lock = threading.Lock()
 
     @property
@@ -227,6 +228,7 @@ class Sandbox:
             ok = mode == "unsafe-rlimit-only" or probe.hello.get("pidns")
             probe.kill()
             if ok:
+                self.job_pidns = bool(probe.hello.get("job_pidns") and probe.hello.get("proc_hidden"))
                 self._argv = [launch.launchers(self.config, next(_SLOTS))[k][0] for _ in self._workers]
                 self.mode = mode
                 return

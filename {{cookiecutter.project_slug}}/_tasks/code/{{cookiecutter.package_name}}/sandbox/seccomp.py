@@ -18,9 +18,17 @@ every job's process inherits it when it is forked, at no cost per job; it answer
   limits and scheduling of another process (``prlimit64``, ``sched_setaffinity``, ``sched_setscheduler``,
   ``sched_setparam``, ``sched_setattr`` with a pid other than 0; ``setpriority`` other than its own process;
   ``ioprio_set``);
+* sockets of any family but ``AF_UNIX`` (``socket``, ``socketpair``): a TCP connection on the worker's loopback leaves
+  state in its network namespace that outlives the job (a port in TIME_WAIT, which the next job on the worker finds
+  it cannot bind: a bit per port), and a network namespace of each job's own would cost ~15% of the throughput;
+  there is no other network there to reach (bubblewrap), and in the unsafe mode this keeps jobs off the host's;
 * kernel state that outlives a process: System V shared memory, message queues and semaphores, POSIX message
   queues, keyrings (``add_key``, ``request_key``, ``keyctl``), and memory outside every process's resident set
   (``memfd_create``, ``memfd_secret``); ``io_uring``, whose requests bypass seccomp.
+
+Where each job has a pid namespace of its own (``namespaces``), a job cannot name the worker, its parent or the
+machine's pid 1 at all; the protected numbers then name processes of the job's own namespace (1 is the job itself,
+which therefore cannot signal itself by pid), a restriction on it and no more.
 
 A system call of another ABI (i386 or x32 on x86_64, arm32 on aarch64) kills the process: the numbers above are
 those of the machine's own ABI. Machines other than x86_64 and aarch64 are refused (no filter, no sandbox).
@@ -40,21 +48,22 @@ _NAMES = (
     "perf_event_open prlimit64 sched_setaffinity sched_setscheduler sched_setparam sched_setattr setpriority "
     "ioprio_set setpgid fcntl ioctl shmget shmat shmctl shmdt semget semop semctl semtimedop msgget msgsnd msgrcv "
     "msgctl mq_open mq_unlink mq_timedsend mq_timedreceive mq_notify mq_getsetattr add_key request_key keyctl "
-    "memfd_create memfd_secret io_uring_setup io_uring_enter io_uring_register"
+    "memfd_create memfd_secret io_uring_setup io_uring_enter io_uring_register socket socketpair"
 ).split()
 _ABI = {
     "x86_64": (0xC000003E, (
         62, 200, 234, 129, 297, 424, 434, 438, 101, 310, 311, 440, 448, 312, 256, 279, 298, 302, 203, 144, 142, 314,
         141, 251, 109, 72, 16, 29, 30, 31, 67, 64, 65, 66, 220, 68, 69, 70, 71, 240, 241, 242, 243, 244, 245, 248,
-        249, 250, 319, 447, 425, 426, 427)),
+        249, 250, 319, 447, 425, 426, 427, 41, 53)),
     "aarch64": (0xC00000B7, (
         129, 130, 131, 138, 240, 424, 434, 438, 117, 270, 271, 440, 448, 272, 238, 239, 241, 261, 122, 119, 118, 274,
         140, 30, 154, 25, 29, 194, 196, 195, 197, 190, 193, 191, 192, 186, 189, 188, 187, 180, 181, 182, 183, 184,
-        185, 217, 218, 219, 279, 447, 425, 426, 427)),
+        185, 217, 218, 219, 279, 447, 425, 426, 427, 198, 199)),
 }  # fmt: skip
 SIGNAL = ("kill", "tkill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo")  # first argument: the target
 SELF_ONLY = ("prlimit64", "sched_setaffinity", "sched_setscheduler", "sched_setparam", "sched_setattr")  # pid 0 only
-DENY = tuple(n for n in _NAMES if n not in SIGNAL + SELF_ONLY + ("setpriority", "setpgid", "fcntl", "ioctl"))
+SOCKETS = ("socket", "socketpair")  # first argument: the address family; AF_UNIX (1) only
+DENY = tuple(n for n in _NAMES if n not in SIGNAL + SELF_ONLY + SOCKETS + ("setpriority", "setpgid", "fcntl", "ioctl"))
 F_SETOWN, F_SETOWN_EX, FIOSETOWN, SIOCSPGRP = 8, 15, 0x8901, 0x8902
 
 # Classic BPF: (code, jump if true, jump if false, k); seccomp_data is nr (0), arch (4), ip (8), args (16 + 8 i).
@@ -80,6 +89,7 @@ def program(machine: str, protected: list[int]) -> bytes:
     code += [(_JEQ, nr[n], "signal", None) for n in SIGNAL]
     code += [(_JEQ, nr[n], "self", None) for n in SELF_ONLY]
     code += [(_JEQ, nr[n], n, None) for n in ("setpriority", "setpgid", "fcntl", "ioctl")]
+    code += [(_JEQ, nr[n], "unix", None) for n in SOCKETS]
     code += [(_RET, _ALLOW)]
     code += ["signal", (_LD, _arg(0)), (_JSET, 0x80000000, "deny", None)]  # a group, or every process (-1)
     code += [(_JEQ, pid, "deny", None) for pid in sorted(set(protected))] + [(_RET, _ALLOW)]
@@ -88,6 +98,7 @@ def program(machine: str, protected: list[int]) -> bytes:
     code += ["setpgid", (_LD, _arg(1)), (_JEQ, 0, "allow", "deny")]
     code += ["fcntl", (_LD, _arg(1)), (_JEQ, F_SETOWN, "deny", None), (_JEQ, F_SETOWN_EX, "deny", "allow")]
     code += ["ioctl", (_LD, _arg(1)), (_JEQ, FIOSETOWN, "deny", None), (_JEQ, SIOCSPGRP, "deny", "allow")]
+    code += ["unix", (_LD, _arg(0)), (_JEQ, 1, "allow", "deny")]
     code += ["allow", (_RET, _ALLOW), "deny", (_RET, _EPERM), "kill", (_RET, _KILL)]
     return _assemble(code)
 

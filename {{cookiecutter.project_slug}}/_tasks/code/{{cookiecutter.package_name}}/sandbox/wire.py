@@ -2,9 +2,14 @@
 
 Frames are a 4-byte big-endian length and a JSON document. Values cross as plain data: ``None``, bool, int,
 float, str as themselves, lists as arrays, and tuples, dicts, sets and frozensets as one-key objects tagged
-``t``, ``d``, ``s``, ``f``. Decoding untrusted text can only ever build those exact built-in types, and does so in
-bounded time and memory, whatever the text holds (the trainer decodes every reply of a job's child, outside the
-job's limits, with the GIL held):
+``t``, ``d``, ``s``, ``f``; ``collections.Counter`` and ``OrderedDict``, whose ``==`` differs from a dict's, as
+``C`` and ``O``. An instance of a subclass of one of these (a ``defaultdict``, a namedtuple, an ``IntEnum`` member,
+a ``str`` enum) crosses as the value of the type it derives from, copied by that type's own method, so that it is
+compared as Python compares that type: ``Counter('ab') == {'a': 1, 'b': 1}``, ``Point(1, 2) == (1, 2)``,
+``Color.RED == 1``; never by a method of its own class (an ``__eq__`` that says yes to everything compares as the
+plain value it holds). A class of the solution's own with public methods stays in the sandbox (see ``harness``).
+Decoding untrusted text can only ever build those exact types, and does so in bounded time and memory, whatever
+the text holds (the trainer decodes every reply of a job's child, outside the job's limits, with the GIL held):
 
 * a frame holds at most ``MAX_FRAME`` bytes (4 MiB) and a document at most ``MAX_VALUES`` values (2**19), counted as
   the commas, colons and opening brackets in the text, those inside strings included (so a text of 4 MiB of ``[],``
@@ -21,6 +26,7 @@ on a 2-core VM, for half a million empty lists or object keys; the tests bound h
 
 from __future__ import annotations
 
+import collections
 import json
 import os
 import struct
@@ -85,8 +91,30 @@ class Reader:
 # ------------------------------------------------------------------------------------------------ plain data
 
 
+# The plain value of an instance of a subclass, by the plain type's own method; Counter and OrderedDict cross tagged.
+_COPY = {int: int.__int__, float: float.__float__, str: str.__str__, list: list.copy, dict: dict.copy, set: set.copy,
+         frozenset: frozenset.copy, tuple: lambda v: tuple.__getitem__(v, slice(None))}  # fmt: skip
+_MAPPINGS = {collections.Counter: ("C", dict.items), collections.OrderedDict: ("O", collections.OrderedDict.items)}
+_LIBRARY = ("collections", "enum", "typing")  # their classes in a value's ancestry add no methods a test may call
+
+
+def _base(t: type) -> type | None:
+    """The type an instance of ``t`` crosses as, or None (it stays in the sandbox): the first plain type (or Counter,
+    OrderedDict) among its ancestors, unless a class before it defines public methods of its own (``push``)."""
+    for c in t.__mro__:
+        if c in _COPY or c in _MAPPINGS:
+            return c
+        if c.__module__ not in _LIBRARY and any(
+            not k.startswith("_") and (callable(x) or isinstance(x, (classmethod, staticmethod)))
+            for k, x in vars(c).items()
+        ):
+            return None
+    return None
+
+
 def encode(v: object, depth: int = 0) -> object:
-    """Plain data as JSON: lists as arrays, tuples/sets/frozensets/dicts as one-key tagged objects."""
+    """Plain data as JSON: lists as arrays, tuples/sets/frozensets/dicts (and Counter, OrderedDict) as one-key tagged
+    objects; an instance of a subclass as the value of the type it derives from (see the module's docstring)."""
     if depth > 100:
         raise ValueError("value nested too deeply")
     t = type(v)
@@ -100,20 +128,26 @@ def encode(v: object, depth: int = 0) -> object:
         return {"d": [[encode(k, depth + 1), encode(x, depth + 1)] for k, x in v.items()]}
     if t is set or t is frozenset:
         return {"s" if t is set else "f": [encode(x, depth + 1) for x in v]}
+    base = _base(t)
+    if base in _MAPPINGS:
+        tag, items = _MAPPINGS[base]
+        return {tag: [[encode(k, depth + 1), encode(x, depth + 1)] for k, x in items(v)]}
+    if base is not None:
+        return encode(_COPY[base](v), depth)
     raise TypeError(f"{t.__name__} is not plain data")
 
 
 def _tagged(pairs: list) -> object:
-    if len(pairs) != 1 or pairs[0][0] not in ("t", "d", "s", "f") or type(pairs[0][1]) is not list:
+    if len(pairs) != 1 or pairs[0][0] not in ("t", "d", "s", "f", "C", "O") or type(pairs[0][1]) is not list:
         return dict(pairs)  # a message envelope (an encoded dict is always tagged "d")
     tag, items = pairs[0]
     if tag == "t":
         return tuple(items)
-    if tag == "d":
+    if tag in ("d", "C", "O"):
         if not all(type(kv) is list and len(kv) == 2 for kv in items):
             raise ValueError("malformed dict")
         _few_collisions([kv[0] for kv in items])
-        return dict(items)
+        return dict(items) if tag == "d" else _REBUILD[tag](items)
     _few_collisions(items)
     return set(items) if tag == "s" else frozenset(items)
 
@@ -125,6 +159,7 @@ def _few_collisions(items: list) -> None:
         raise ValueError("too many hash collisions")
 
 
+_REBUILD = {"C": lambda items: collections.Counter(dict(items)), "O": collections.OrderedDict}
 # Built once: ``json.dumps``/``json.loads`` build a new encoder or decoder on every call when given options.
 _ENCODER = json.JSONEncoder(separators=(",", ":"))
 _DECODER = json.JSONDecoder(object_pairs_hook=_tagged)

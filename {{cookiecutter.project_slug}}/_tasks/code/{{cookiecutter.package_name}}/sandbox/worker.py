@@ -2,7 +2,8 @@
 (it is started by path as ``python -I -S worker.py MODE UID``, inside bubblewrap in the safe mode).
 
 The trainer controls it over one socket (fd 0): a JOB message carries the job's limits and two pipe ends the
-trainer made for this job alone; the worker forks the job's child with them and sleeps until FINISH. The child
+trainer made for this job alone; the worker forks the job's child with them (in a pid namespace of the job's own,
+see ``namespaces``: every job is pid 1, and sees no /proc) and sleeps until FINISH. The child
 reads the solution from its pipe, loads it and then serves calls to the solution's functions: it reads
 ``{"n": name, "a": args, "k": kwargs}`` frames and answers ``{"v": value}`` or ``{"x": [type, message]}``, values
 encoded as plain data (see ``wire``); an object that is not plain data stays in the child and is answered as
@@ -26,6 +27,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # its sibling wire.py (started by path, with -I)
+import housekeeping  # noqa: E402
+import namespaces  # noqa: E402
 import seccomp  # noqa: E402
 from housekeeping import PAGE, _count_procs, _prctl, _quiet, descendants, reap, used, wipe  # noqa: E402
 from wire import EOF, FINISH, JOB, Reader, decode, dumps, encode, frame, write_all  # noqa: E402
@@ -126,7 +129,7 @@ class Job:
             self.scratch = tempfile.mkdtemp(prefix="job-", dir=self.w.scratch_root)
             if self.w.child_uid is not None:
                 os.chown(self.scratch, self.w.child_uid, self.w.child_uid)
-        pid = os.fork()
+        pid = namespaces.fork(self.w.clone_flags)  # in a pid namespace of its own where the kernel allows it
         if pid == 0:
             try:
                 os.setpgid(0, 0)  # its own group, so kill(0) cannot reach us; no setsid (a session costs a sched group)
@@ -150,7 +153,8 @@ class Job:
 
     def _limits(self) -> None:
         cpu = int(self.timeout) + 2
-        nproc = self.w.base_procs + self.max_procs
+        # a job with a user namespace of its own counts its processes there from 0 (its uid's count in its namespace)
+        nproc = self.max_procs if self.w.clone_flags & namespaces.CLONE_NEWUSER else self.w.base_procs + self.max_procs
         for what, value in (
             (resource.RLIMIT_CPU, (cpu, cpu + 1)),
             (resource.RLIMIT_AS, (self.memory, self.memory)),
@@ -251,10 +255,15 @@ class Worker:
                 self.child_uid = uid
         self.pidns = mode == "bwrap" and os.getppid() == 1
         self.base_procs = 1 if mode == "bwrap" else _count_procs(self.child_uid if uid >= 0 else os.geteuid())
+        self.kuid = os.getuid()  # the jobs' uid on the host (as seen before any user namespace of the worker's)
+        self.proc_hidden = namespaces.hide_proc()  # jobs see an empty /proc; this process reads the real one at "."
+        if self.proc_hidden:
+            housekeeping.PROC = "."
+        self.clone_flags = namespaces.job_flags()  # each job in a pid namespace of its own, where the kernel allows
 
     def job_processes(self) -> list[int]:
         if self.pidns:
-            return [int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) not in (1, self.me)]
+            return [int(p) for p in os.listdir(housekeeping.PROC) if p.isdigit() and int(p) not in (1, self.me)]
         return descendants(self.me)
 
     def over_budget(self, memory: int, max_procs: int) -> str:
@@ -266,7 +275,7 @@ class Worker:
         rss = 0
         for p in pids:
             try:
-                with open(f"/proc/{p}/statm") as f:
+                with open(f"{housekeeping.PROC}/{p}/statm") as f:
                     rss += int(f.read().split()[1]) * PAGE
             except (OSError, ValueError, IndexError):
                 pass
@@ -318,7 +327,8 @@ def main() -> None:
     if problem:
         os.write(2, f"code sandbox: {problem}\n".encode())
         os._exit(1)
-    hello = {"mode": mode, "pidns": w.pidns, "uid": os.getuid(), "child_uid": w.child_uid, "pid": os.getpid()}
+    hello = {"mode": mode, "pidns": w.pidns, "uid": w.kuid, "child_uid": w.child_uid, "pid": os.getpid(),
+             "job_pidns": bool(w.clone_flags), "proc_hidden": w.proc_hidden}  # fmt: skip
     ctl.send(dumps(hello))
     os.dup2(null, 2)
     gc.freeze()  # what exists now is never collected here or in a job's child: fewer pages copied after each fork
