@@ -45,10 +45,10 @@ def main(
     reward_funcs = build_reward_funcs(
         script_args.reward_funcs, RewardSettings(training_args.max_completion_length, task_args)
     )
-    # The verifier audit: gold completions credited, known-wrong ones not, on a sample of these rows (audit.py).
+    # The verifier audit: gold completions credited, the hack catalogue not, by every weighted reward and their sum.
     audit.audit_before_training(script_args, train_split, reward_funcs,
                                 RewardSettings(training_args.max_completion_length, task_args),
-                                training_args.output_dir)
+                                training_args.output_dir, weights=training_args.reward_weights)
     if script_args.build_tiny_model:
         # Built once, reused by the other ranks; on several nodes the first node builds it on the shared filesystem.
         with training_args.main_process_first(local=training_args.save_on_each_node, desc="tiny model"):

@@ -1,10 +1,22 @@
-"""The JSON task's known-wrong completions of a row, for the verifier audit (``audit.py``).
+"""The JSON task's hack catalogue: families of wrong completions derived from a row, for the verifier audit
+(``audit.py``) and the in-training check.
 
-Each is the row's gold document with one thing wrong: one value changed (the first leaf: a number plus one, a text
-with a letter added, a boolean flipped, a list one item short), a required key removed, a key duplicated (the first
-key written twice, first with a changed value: a parser that keeps the last value reads the gold), and the gold
-document wrapped in a JSON string. None of them is the expected document, so a correctness reward must score each
-below the gold (partial credit is fine). Stdlib only.
+Each family is the row's gold document with one thing wrong, built to expose one way a home-made JSON reward is lax
+(the reward it exposes in brackets):
+
+* ``one value changed`` (the first leaf: a number plus one, a text with a letter added, a boolean flipped, a list
+  one item short) and ``number changed`` (the first number or boolean leaf): schema-valid, wrong documents (a
+  reward that only validates, or only compares the string leaves);
+* ``extra key`` (the gold plus a key) and ``required key removed``: a superset and a subset of the gold (a reward
+  that checks the gold's keys only, or the keys the prediction has);
+* ``leaves as strings``: every number and boolean written as text (a reward that compares leaves as text);
+* ``duplicated key`` (the first key written twice, first with a changed value: a parser that keeps the last value
+  reads the gold) and ``gold as a string`` (the document inside a JSON string);
+* ``right document in the reasoning`` and ``right document after the answer block``: a wrong document in the
+  answer block, the gold elsewhere in the text (a reward that searches the whole text, or takes its last document).
+
+None of them is the expected document, so a correctness reward must score each below the gold (partial credit is
+bounded by the audit's ``audit_max_credit``). Stdlib only.
 """
 
 from __future__ import annotations
@@ -30,27 +42,76 @@ def changed(value: object) -> object:
     return 0 if value is None else None
 
 
-def with_document(row: dict, text: str) -> str:
-    gold = gold_completion(row)
-    head, _, _ = gold.rpartition("<answer>")
-    return f"{head}<answer>\n{text}\n</answer>"
+def number_changed(value: object) -> tuple[object, bool]:
+    """``value`` with its first number or boolean leaf changed, and whether it had one."""
+    if isinstance(value, bool | int | float):
+        return changed(value), True
+    items = list(value.items()) if isinstance(value, dict) else list(enumerate(value)) if isinstance(value,
+                                                                                                    list) else []
+    for key, item in items:
+        new, found = number_changed(item)
+        if found:
+            if isinstance(value, dict):
+                return {**value, key: new}, True
+            return [*value[:key], new, *value[key + 1:]], True
+    return value, False
+
+
+def as_strings(value: object) -> object:
+    """``value`` with every number and boolean leaf written as a string (``34`` -> ``"34"``, true -> ``"true"``)."""
+    if isinstance(value, bool):
+        return json.dumps(value)
+    if isinstance(value, int | float):
+        return str(value)
+    if isinstance(value, dict):
+        return {key: as_strings(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [as_strings(item) for item in value]
+    return value
+
+
+def with_document(row: dict, text: str, note: str = "", after: str = "") -> str:
+    """The gold completion with ``text`` as its document, ``note`` at the end of its reasoning and ``after`` written
+    after its answer block."""
+    head, _, _ = gold_completion(row).rpartition("<answer>")
+    if note:
+        body, tag, rest = head.rpartition("</reasoning>")
+        head = f"{body.rstrip()}\n{note}\n{tag}{rest}" if tag else f"{head}{note}\n"
+    return f"{head}<answer>\n{text}\n</answer>" + (f"\n{after}" if after else "")
+
+
+def _object_families(gold: dict, schema: object) -> list[tuple[str, str]]:
+    dump = json.dumps
+    required = schema.get("required") if isinstance(schema, dict) else None
+    names = [key for key in (required if isinstance(required, list) else []) if key in gold] or list(gold)
+    first = next(iter(gold))
+    extra = "note" if "note" not in gold else "note_"
+    return [
+        ("extra key", dump({**gold, extra: "checked"})),
+        ("required key removed", dump({k: v for k, v in gold.items() if k != names[0]})),
+        ("duplicated key", "{" + dump(first) + ": " + dump(changed(gold[first])) + ", " + dump(gold)[1:]),
+    ]
 
 
 def wrong_completions(row: dict) -> list[tuple[str, str]] | None:
-    """(variant, completion) pairs, each a wrong document for ``row``; None when the gold is not JSON."""
+    """(family, completion) pairs, each a wrong document for ``row``; None when the gold is not JSON."""
     try:
         gold = json.loads(row["answer"])
         schema = json.loads(row.get("schema") or "{}")
     except (TypeError, ValueError):
         return None
     dump = json.dumps
-    out = [("one value changed", dump(changed(gold)))]
+    wrong = dump(changed(gold))
+    out = [("one value changed", wrong)]
+    number, found = number_changed(gold)
+    if found:
+        out.append(("number changed", dump(number)))
+    if as_strings(gold) != gold:
+        out.append(("leaves as strings", dump(as_strings(gold))))
     if isinstance(gold, dict) and gold:
-        required = schema.get("required") if isinstance(schema, dict) else None
-        names = [key for key in (required if isinstance(required, list) else []) if key in gold] or list(gold)
-        out.append(("required key removed", dump({k: v for k, v in gold.items() if k != names[0]})))
-        first = next(iter(gold))
-        duplicate = dump(first) + ": " + dump(changed(gold[first])) + ", "
-        out.append(("duplicated key", "{" + duplicate + dump(gold)[1:]))
+        out += _object_families(gold, schema)
     out.append(("gold as a string", dump(dump(gold))))
-    return [(name, with_document(row, text)) for name, text in out]
+    docs = [(name, with_document(row, text)) for name, text in out]
+    docs.append(("right document in the reasoning", with_document(row, wrong, note=dump(gold))))
+    docs.append(("right document after the answer block", with_document(row, wrong, after=dump(gold))))
+    return docs
