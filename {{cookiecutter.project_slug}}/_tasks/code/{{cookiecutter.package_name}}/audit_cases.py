@@ -160,3 +160,48 @@ def wrong_completions(row: dict) -> list[tuple[str, str]] | None:
         if code is not None:
             out.append((name, with_code(row, code)))
     return out
+
+
+# ------------------------------------------------------------------ the in-training check (training/recheck.py)
+
+_BOX: list = []  # the check's own sandbox, started on first use
+
+
+def recheck(texts: list[str], rows: list[dict], reward: object = None) -> list[bool | None]:
+    """An independent verdict on completions a reward gave full credit: the row's tests re-run, in reverse order, in
+    a sandbox of the check's own (two workers, the live reward's isolation and limits); right only when every test
+    passes."""
+    from .rewards.task import extract_code, prompt_helpers
+    from .sandbox import Job, Sandbox, SandboxConfig
+
+    jobs, where, out = [], [], [None] * len(texts)
+    for i, (text, row) in enumerate(zip(texts, rows, strict=True)):
+        code, tests = extract_code(text), _tests(row)
+        if not tests:
+            continue
+        if not code:
+            out[i] = False
+            continue
+        entry = row.get("entry_point") if isinstance(row.get("entry_point"), str) else None
+        question = row.get("question")
+        helpers = prompt_helpers(question, entry) if entry and isinstance(question, str) else ""
+        jobs.append(Job(code=code, tests=tests[::-1], entry_point=entry, helpers=helpers))
+        where.append(i)
+    if jobs:
+        if not _BOX:  # the live reward's isolation and limits (``reward``: its Correctness), else the defaults
+            from dataclasses import replace
+
+            from .task import sandbox_config
+
+            config = getattr(getattr(reward, "sandbox", None), "config", None)
+            config = config if isinstance(config, SandboxConfig) else sandbox_config(None)
+            _BOX.append(Sandbox(replace(config, workers=2)))
+        for i, result in zip(where, _BOX[0].run_batch(jobs), strict=True):
+            out[i] = result.fraction >= 1.0
+    return out
+
+
+def close() -> None:
+    """Stop the check's sandbox."""
+    while _BOX:
+        _BOX.pop().close()

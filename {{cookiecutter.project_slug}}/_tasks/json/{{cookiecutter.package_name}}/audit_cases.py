@@ -115,3 +115,74 @@ def wrong_completions(row: dict) -> list[tuple[str, str]] | None:
     docs.append(("right document in the reasoning", with_document(row, wrong, note=dump(gold))))
     docs.append(("right document after the answer block", with_document(row, wrong, after=dump(gold))))
     return docs
+
+
+# ------------------------------------------------------------------ the in-training check (training/recheck.py)
+
+
+def same(a: object, b: object) -> bool:
+    """JSON equality with exact types: a boolean is not a number, numbers compare by value, key order is free."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, int | float) and isinstance(b, int | float):
+        return a == b
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
+    return type(a) is type(b) and a == b
+
+
+def _strict(text: str) -> object:
+    """The answer block's one document: fences stripped, parsed strictly (no duplicate keys, no NaN)."""
+    body = text.strip()
+    if body.startswith("```"):
+        body = body.split("\n", 1)[1] if "\n" in body else ""
+        body = body.rsplit("```", 1)[0]
+
+    def unique(pairs: list) -> dict:
+        if len({k for k, _ in pairs}) != len(pairs):
+            raise ValueError("duplicate key")
+        return dict(pairs)
+
+    def refuse(name: str) -> None:
+        raise ValueError(name)
+
+    return json.loads(body, object_pairs_hook=unique, parse_constant=refuse)
+
+
+def _valid(schema_text: str, doc: object) -> bool | None:
+    """A full JSON Schema validation with format checking: in-process for a schema without risky keywords, else the
+    reward's bounded worker."""
+    from .rewards.task import local_validator, validate
+
+    if local_validator(schema_text) is None:
+        verdict = validate(schema_text, doc)
+        return verdict if verdict is None or isinstance(verdict, bool) else False
+    import jsonschema
+
+    schema = json.loads(schema_text)
+    cls = jsonschema.validators.validator_for(schema)
+    return cls(schema, format_checker=cls.FORMAT_CHECKER).is_valid(doc)
+
+
+def recheck(texts: list[str], rows: list[dict], reward: object = None) -> list[bool | None]:
+    """An independent verdict on completions a reward gave full credit: the answer block parsed strictly, validated
+    against the schema with format checking, and compared with the gold with exact types."""
+    from .answer_format import extract_answer
+
+    out: list[bool | None] = []
+    for text, row in zip(texts, rows, strict=True):
+        try:
+            gold, schema = json.loads(row["answer"]), str(row["schema"])
+        except (KeyError, TypeError, ValueError):
+            out.append(None)
+            continue
+        try:
+            doc = _strict(extract_answer(text) or "")
+        except (ValueError, RecursionError):
+            out.append(False)
+            continue
+        valid = _valid(schema, doc)
+        out.append(None if valid is None else bool(valid) and same(doc, gold))
+    return out

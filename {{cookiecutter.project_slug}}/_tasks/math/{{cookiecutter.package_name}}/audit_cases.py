@@ -127,3 +127,38 @@ def wrong_completions(row: dict) -> list[tuple[str, str]]:
     out += [(name, with_answer(row, show(near))) for name, near in _near(number)]
     out.append(("scaled by a unit word", with_answer(row, f"{final} thousand")))
     return out
+
+
+# ------------------------------------------------------------------ the in-training check (training/recheck.py)
+
+_THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
+_DOLLARS = re.compile(r"\\?\$")
+
+
+def _plain(text: str) -> str:
+    """The few spellings math-verify does not read itself: thousands separators and dollar signs."""
+    return _DOLLARS.sub("", _THOUSANDS.sub("", text)).strip()
+
+
+def recheck(texts: list[str], rows: list[dict], reward: object = None) -> list[bool | None]:
+    """An independent verdict on completions a reward gave full credit: the answer block (else the last
+    ``\\boxed{}``; a box beside another number is no answer) through math-verify itself, after the hedge screens
+    (several candidates, a question, a negation, a separator, a bound, an approximation the gold does not make).
+    None where math-verify is unavailable."""
+    from .answer_format import extract_answer
+    from .rewards.math_answer import last_boxed
+    from .rewards.math_screens import APPROX, BOUND, NEGATION, SEPARATORS, multiple_candidates
+    from .rewards.task import WORKER
+
+    out: list[bool | None] = []
+    for text, row in zip(texts, rows, strict=True):
+        gold = bare(split_gold(str(row.get("answer", "")))[1])
+        answer = extract_answer(text)
+        answer = (answer if answer is not None else last_boxed(text) or "").strip()
+        if "\\boxed" in answer:  # a box is the answer only with no other number beside it
+            inner = last_boxed(answer) or ""
+            answer = inner if not re.search(r"\d", answer.replace("\\boxed{" + inner + "}", "", 1)) else ""
+        hedged = ("?" in answer and "?" not in gold) or (multiple_candidates(answer) and not multiple_candidates(gold))
+        hedged = hedged or any(s.search(answer) and not s.search(gold) for s in (APPROX, BOUND, NEGATION, SEPARATORS))
+        out.append(False if hedged or not answer or len(answer) > 300 else WORKER.verify(_plain(gold), _plain(answer)))
+    return out
