@@ -80,7 +80,8 @@ CONDITIONS = {
     "length_collapse": dict(**{"completions/mean_length": lambda i: 1.0 if i >= 25 else 40.0}),
     "entropy_collapse": dict(entropy=lambda i: 0.001 if i >= 25 else 0.8),
     "nonfinite": dict(grad_norm=lambda i: math.nan if i == 30 else 0.5),
-    "verifier_disagreement": {"recheck/disagreement": lambda i: 0.6 if i >= 30 else 0.0, "recheck/checked": lambda i: 6},
+    "verifier_disagreement": {"recheck/disagreement": lambda i: 0.6 if i >= 30 else 0.0,
+                              "recheck/checked": lambda i: 6},
 }
 
 
@@ -238,7 +239,7 @@ def test_the_check_flags_a_reward_that_turns_lax_and_not_the_shipped_one():
 def test_the_check_stays_within_its_budget():
     checker = recheck.Recheck([], budget=0.03)
     state = SimpleNamespace(is_world_process_zero=True, log_history=[], global_step=1)
-    checker.trained, checker.spent, checker.checks = 10.0, 0.5, 3  # 5% spent: this logging step is skipped
+    checker.trained, checker.spent, checker.checks = 10.0, 0.5, 3  # 5% spent of a 3% budget: this step is skipped
     logs = {"reward": 1.0}
     checker.on_log(None, state, None, logs=logs)
     assert "recheck/checked" not in logs and checker.checks == 3
@@ -251,8 +252,8 @@ def test_the_check_stays_within_its_budget():
 def test_a_smoke_run_whose_reward_turns_lax_is_flagged(tmp_path):
     out = tmp_path / "run"
     done = subprocess.run(
-        [sys.executable, "train.py", "--config", "configs/smoke.yaml", "--output_dir", str(out), "--max_steps", "12",
-         "--save_steps", "12", "--logging_steps", "1", "--format_priming_steps", "5",
+        [sys.executable, "train.py", "--config", "configs/smoke.yaml", "--output_dir", str(out), "--max_steps", "14",
+         "--save_steps", "14", "--logging_steps", "1", "--format_priming_steps", "5",
          "--reward_funcs", "test_health.turns_lax", "format", "--reward_weights", "1.0", "0.2"],
         cwd=ROOT, capture_output=True, text=True, timeout=600, check=False,
         env={**__import__("os").environ, "PYTHONPATH": str(ROOT / "tests")},
@@ -260,7 +261,7 @@ def test_a_smoke_run_whose_reward_turns_lax_is_flagged(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     warning = next(line for line in done.stderr.splitlines() if "health warning [verifier_disagreement]" in line)
     started = int(warning.split(" at step ")[1].split(":")[0])
-    assert LAX_FROM <= started <= LAX_FROM + 3, warning
+    assert LAX_FROM <= started <= LAX_FROM + 4, warning  # the first check after it turned lax
     assert "WARNING suspected reward hacking since step" in done.stdout
     result = json.loads((out / "health.json").read_text())
     assert result["warnings"]["verifier_disagreement"]["step"] == started and result["verdict"] != "learning"

@@ -55,7 +55,8 @@ KNOBS = {
     "kl_blowup": "lower learning_rate or raise beta",
     "nonfinite": "lower learning_rate, set max_grad_norm, or train in float32/bfloat16 instead of float16",
     "verifier_disagreement": "suspected reward hacking: read the examples under recheck in health.json, run python -m "
-    f"{(__package__ or 'package').rpartition('.')[0]}.audit on your config, fix the judging reward and resume from a checkpoint before the step it started",
+    f"{(__package__ or 'package').rpartition('.')[0]}.audit on your config, fix the judging reward and resume from "
+    "a checkpoint before the step it started",
 }
 RECHECK_KEY = "recheck/disagreement"
 

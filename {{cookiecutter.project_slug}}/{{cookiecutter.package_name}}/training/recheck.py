@@ -8,15 +8,16 @@ credit, and score a few of the hack catalogue's wrong completions with the live 
   disagreement.
 * **Probing**: the catalogue's wrong completions (``audit_cases.wrong_completions``, see ``audit.py``) of one row the
   run just trained on, scored by each live judging reward with the run's state: one that earns at least
-  ``audit.MAX_CREDIT`` of the gold's credit is a disagreement (a reward that turned lax is caught before the policy
-  finds the hole).
+  ``audit.MAX_CREDIT`` of full credit is a disagreement (a reward that turned lax is caught before the policy finds
+  the hole; the audit before training showed the gold earns full credit).
 
 The judging rewards are those the audit judges (``correctness`` and dotted rewards, non-zero weight); each is wrapped
 in a :class:`Recorder` that remembers what it credited. Every check logs ``recheck/disagreement`` (the rate),
 ``recheck/checked`` and ``recheck/seconds`` into the step's metrics; the health monitor reports a sustained rise as
 suspected reward hacking with the step it started (``health.py``: ``verifier_disagreement``), and health.json keeps
 the cost and a few examples. A check runs only while the checks' total time stays under ``BUDGET`` of the training
-time, so a slow check runs every few steps instead of slowing each one.
+time (a one-time start, such as the code check's sandbox, happens before training and is not counted), so a slow
+check runs every few steps instead of slowing each one.
 """
 
 from __future__ import annotations
@@ -32,8 +33,8 @@ from transformers import TrainerCallback
 from .. import audit
 
 SAMPLES = 4  # full-credit completions re-judged per check
-PROBES = 4  # catalogue completions of one row scored by each live judging reward per check
-BUDGET = 0.03  # the checks' share of the training time
+PROBES = 3  # catalogue completions of one row scored by each live judging reward per check
+BUDGET = 0.05  # the checks' share of the training time
 EXAMPLES = 3  # disagreements kept (the latest) for health.json
 _NOT_COLUMNS = ("prompts", "completions", "completion_ids", "trainer_state", "log_extra", "log_metric",
                 "environments")
@@ -102,6 +103,11 @@ class Recheck(TrainerCallback):
         self.checks = 0
         self.examples: deque[dict] = deque(maxlen=EXAMPLES)
 
+    def on_train_begin(self, args, state, control, **kwargs):
+        start = getattr(self.cases, "start", None)
+        if start is not None and state.is_world_process_zero and self.recorders:
+            start(self.recorders[0].func)
+
     def on_step_begin(self, args, state, control, **kwargs):
         self.began = time.monotonic()
 
@@ -133,7 +139,7 @@ class Recheck(TrainerCallback):
             picked = self.rng.sample(list(recorder.full), min(self.samples, len(recorder.full)))
             recorder.full.clear()
             verdicts = self._recheck(picked, recorder.func)
-            for (text, row), verdict in zip(picked, verdicts, strict=True):
+            for (text, _), verdict in zip(picked, verdicts, strict=True):
                 if verdict is None:
                     continue
                 checked += 1
@@ -157,7 +163,7 @@ class Recheck(TrainerCallback):
             return [None] * len(picked)
 
     def _probe(self, step: int, recorder: Recorder) -> tuple[int, int]:
-        """Score PROBES catalogue completions of one recent row (and its gold) with the live reward."""
+        """Score PROBES catalogue completions of one recent row with the live reward."""
         family = audit.wrong_family()
         rows = [row for row in recorder.rows if row]
         self.rng.shuffle(rows)
@@ -165,24 +171,21 @@ class Recheck(TrainerCallback):
         if row is None:
             return 0, 0
         wrong = self.rng.sample(wrong, min(self.probes, len(wrong)))
-        texts = [audit.task.gold_completion(row), *(text for _, text in wrong)]
+        texts = [text for _, text in wrong]
         columns = {key: [row[key]] * len(texts) for key in row}
         try:
             scores = recorder.func(prompts=[row.get("question")] * len(texts), completions=texts,
                                    trainer_state=recorder.state, **columns)
         except Exception:
             return 0, 0
-        gold = scores[0] if scores else None
-        if gold is None or gold <= 0:
-            return 0, 0
         checked = disagreed = 0
-        for (name, text), score in zip(wrong, scores[1:], strict=False):
+        for (name, text), score in zip(wrong, scores, strict=False):
             if score is None:
                 continue
             checked += 1
-            if score > 0 and score >= audit.MAX_CREDIT * min(gold, audit.FULL):
+            if score >= audit.MAX_CREDIT * audit.FULL:
                 disagreed += 1
-                self._example(step, recorder.name, f"credited {name} ({score:.3g}, gold {gold:.3g})", text)
+                self._example(step, recorder.name, f"credited {name} ({score:.3g})", text)
         return checked, disagreed
 
     def _example(self, step: int, reward: str, what: str, text: str) -> None:

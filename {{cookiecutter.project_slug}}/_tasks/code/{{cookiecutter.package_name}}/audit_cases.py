@@ -172,7 +172,7 @@ def recheck(texts: list[str], rows: list[dict], reward: object = None) -> list[b
     a sandbox of the check's own (two workers, the live reward's isolation and limits); right only when every test
     passes."""
     from .rewards.task import extract_code, prompt_helpers
-    from .sandbox import Job, Sandbox, SandboxConfig
+    from .sandbox import Job
 
     jobs, where, out = [], [], [None] * len(texts)
     for i, (text, row) in enumerate(zip(texts, rows, strict=True)):
@@ -188,17 +188,26 @@ def recheck(texts: list[str], rows: list[dict], reward: object = None) -> list[b
         jobs.append(Job(code=code, tests=tests[::-1], entry_point=entry, helpers=helpers))
         where.append(i)
     if jobs:
-        if not _BOX:  # the live reward's isolation and limits (``reward``: its Correctness), else the defaults
-            from dataclasses import replace
-
-            from .task import sandbox_config
-
-            config = getattr(getattr(reward, "sandbox", None), "config", None)
-            config = config if isinstance(config, SandboxConfig) else sandbox_config(None)
-            _BOX.append(Sandbox(replace(config, workers=2)))
-        for i, result in zip(where, _BOX[0].run_batch(jobs), strict=True):
+        for i, result in zip(where, start(reward).run_batch(jobs), strict=True):
             out[i] = result.fraction >= 1.0
     return out
+
+
+def start(reward: object = None):
+    """The check's sandbox, started now if it is not: the live reward's isolation and limits (``reward``: its
+    Correctness), else the defaults, with two workers."""
+    if not _BOX:
+        from dataclasses import replace
+
+        from .sandbox import Sandbox, SandboxConfig
+        from .task import sandbox_config
+
+        config = getattr(getattr(reward, "sandbox", None), "config", None)
+        config = config if isinstance(config, SandboxConfig) else sandbox_config(None)
+        box = Sandbox(replace(config, workers=2))
+        box.start()
+        _BOX.append(box)
+    return _BOX[0]
 
 
 def close() -> None:
