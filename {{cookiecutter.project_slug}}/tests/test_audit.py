@@ -141,6 +141,8 @@ def _gold_anywhere(text, row):
 
 gold_anywhere = _per_row(_gold_anywhere)
 always_one = _per_row(lambda text, row: 1.0)
+no_hedging = _per_row(lambda text, row: -1.0 if " or " in _block(text) else 0.0)  # a penalty: shapes, never judges
+no_hedging.judges_answer = False
 always_zero = _per_row(lambda text, row: 0.0)
 
 LAX = {
@@ -216,22 +218,24 @@ def test_constant_rewards_are_refused(name):
         assert result["false_positives"] == 0 and result["credited_by"] == {}  # 0 is never "credited"
 
 
-def test_a_shaping_reward_is_judged_by_the_weighted_sum_only():
+def test_shaping_rewards_count_in_the_weighted_sum_only():
     rows = audit.sample(sample_rows(), 8)
     fmt = rewards.build_reward("format", rewards.RewardSettings(256))
     correct = rewards.build_reward("correctness", rewards.RewardSettings(256))
+    judge = audit.Audited("correctness", correct, 1.0, True)
     try:
-        fair = audit.run(rows, [audit.Audited("correctness", correct, 1.0, True), audit.Audited("format", fmt, 0.2,
-                                                                                                   False)])
-        assert fair["false_positive_rate"] == 0.0, audit.report(fair)
-        heavy = audit.run(rows, [audit.Audited("correctness", correct, 1.0, True),
-                                 audit.Audited("format", fmt, 20.0, False)])
+        heavy = audit.run(rows, [judge, audit.Audited("format", fmt, 20.0, False)])  # format credits wrong and gold
+        with_penalty = audit.run(rows, [judge, audit.Audited("test_audit.no_hedging", no_hedging, 0.5, False)])
     finally:
         if hasattr(correct, "close"):
             correct.close()
-    assert fair["false_positive_rate"] == 0.0 and heavy["false_positive_rate"] == 0.0  # format credits gold too
-    assert audit.audited(["correctness", "format", "mine.reward"], [1.0, 0.0, 2.0], [None, None, None]) == [
-        audit.Audited("correctness", None, 1.0, True), audit.Audited("mine.reward", None, 2.0, True)]
+    assert heavy["false_positive_rate"] == 0.0 and audit.check(with_penalty) is None, audit.report(with_penalty)
+    judged_alone = audit.run(rows, no_hedging, "test_audit.no_hedging")  # unmarked, the gold's 0 is a miss
+    assert "audit_max_false_negative" in audit.check(judged_alone)
+    assert audit.audited(["correctness", "format", "mine.reward", "test_audit.no_hedging"], [1.0, 0.0, 2.0, 0.5],
+                         [None, None, None, no_hedging]) == [
+        audit.Audited("correctness", None, 1.0, True), audit.Audited("mine.reward", None, 2.0, True),
+        audit.Audited("test_audit.no_hedging", no_hedging, 0.5, False)]
 
 
 def test_thresholds_are_inclusive_and_a_zero_is_never_credited():

@@ -13,7 +13,8 @@ and measures
   (:data:`MAX_CREDIT`, 0.9) of the gold's credit from a judging reward, or whose weighted total is not below the
   gold's by more than ``(1 - max_credit)`` x the gold's weighted judging credit: a hole the policy will find.
 
-The judging rewards are ``correctness`` and every dotted (user) reward, whatever else the config lists; the other
+The judging rewards are ``correctness`` and every dotted (user) reward, whatever else the config lists (a dotted
+reward that only shapes, such as a penalty, says so with ``judges_answer = False`` on its function); the other
 registered rewards (format, length, repetition, syntax...) shape the completion rather than judge its answer, so
 they count in the weighted total only. ``audit_reward`` adds one more judge (audited alone when it is not trained);
 a config without a judging reward gets ``correctness`` audited alone. A wrong completion scoring 0 is never
@@ -63,10 +64,13 @@ class Audited:
     judge: bool = True
 
 
-def is_judge(name: str) -> bool:
-    """``correctness`` and every dotted (user) reward judge the answer; the other registered rewards shape it."""
+def is_judge(name: str, func: object = None) -> bool:
+    """``correctness`` and every dotted (user) reward judge the answer, unless the function says otherwise
+    (``my_reward.judges_answer = False``: a penalty or another shaping term); the other registered rewards shape it."""
     from .rewards import reward_names
 
+    if getattr(func, "judges_answer", True) is False:
+        return False
     return name == "correctness" or name not in reward_names()
 
 
@@ -75,8 +79,8 @@ def audited(names: Sequence[str], weights: Sequence[float] | None, funcs: Sequen
     """The rewards a run trains with (non-zero weights), plus ``extra`` (or ``correctness`` when none of them
     judges the answer) built with ``build`` and audited alone at weight 0."""
     weights = list(weights) if weights else [1.0] * len(names)
-    out = [Audited(n, f, float(w), is_judge(n) and w > 0) for n, f, w in zip(names, funcs, weights, strict=False)
-           if w]
+    out = [Audited(n, f, float(w), is_judge(n, f) and w > 0) for n, f, w in zip(names, funcs, weights,
+                                                                                   strict=False) if w]
     alone = extra if extra and extra not in [a.name for a in out] else None
     if alone is None and not any(a.judge for a in out):
         alone = extra or "correctness"

@@ -76,8 +76,8 @@ class Recorder:
 def wrap(names: Sequence[str], weights: Sequence[float] | None, funcs: Sequence[Callable]) -> list:
     """``funcs`` with every judging reward of positive weight wrapped in a :class:`Recorder`."""
     weights = list(weights) if weights else [1.0] * len(names)
-    return [Recorder(n, f) if audit.is_judge(n) and w > 0 else f for n, f, w in zip(names, funcs, weights,
-                                                                                    strict=False)]
+    return [Recorder(n, f) if audit.is_judge(n, f) and w > 0 else f for n, f, w in zip(names, funcs, weights,
+                                                                                       strict=False)]
 
 
 def _cases():
