@@ -33,6 +33,7 @@ from __future__ import annotations
 import json
 import random
 import sys
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -229,16 +230,9 @@ def run(rows: Sequence[tuple[int, dict]], rewards: Callable | Sequence[Audited],
             "false_negative_rate": len(false_negatives) / gold_checked if gold_checked else 0.0,
             "false_positive_rate": len(false_positives) / wrong_checked if wrong_checked else 0.0,
             "false_negatives": len(false_negatives), "false_positives": len(false_positives), "families": families,
-            "credited_by": _count(by for e in false_positives for by in e["credited_by"]),
+            "credited_by": dict(Counter(by for e in false_positives for by in e["credited_by"])),
             "false_negative_examples": false_negatives[:EXAMPLES],
             "false_positive_examples": _spread(false_positives)}
-
-
-def _count(names) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for name in names:
-        out[name] = out.get(name, 0) + 1
-    return out
 
 
 def _spread(entries: list[dict]) -> list[dict]:
