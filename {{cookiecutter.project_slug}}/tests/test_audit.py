@@ -141,6 +141,8 @@ def _gold_anywhere(text, row):
 
 gold_anywhere = _per_row(_gold_anywhere)
 always_one = _per_row(lambda text, row: 1.0)
+exact = _per_row(lambda text, row: float(_block(text).strip() == _gold_answer(row)))  # 1 for the gold alone
+prefers_wrong = _per_row(lambda text, row: 0.0 if _block(text).strip() == _gold_answer(row) else 1.0)
 no_hedging = _per_row(lambda text, row: -1.0 if " or " in _block(text) else 0.0)  # a penalty: shapes, never judges
 no_hedging.judges_answer = False
 always_zero = _per_row(lambda text, row: 0.0)
@@ -176,9 +178,9 @@ def _smoke_audit(tmp_path, capsys, source, names, weights):
 def test_shipped_rewards_pass_the_audit(correctness, source):
     rows = sample_rows() if source == "sample" else task.generate_curriculum(32, seed=1)
     result = audit.run(audit.sample(rows, None), correctness)
-    own = audit.wrong_family() is not audit.generic_wrong_completions  # the task's audit_cases, or the generic case
-    assert result["gold_checked"] == len(rows) and result["wrong_checked"] >= (6 if own else 2) * len(rows), result
-    assert len(result["families"]) >= (6 if own else 2), result["families"]
+    checked = len(rows) - result["skipped"]  # a row with nothing to derive from (no reference, a palindrome...)
+    assert result["gold_checked"] == checked > len(rows) // 2 and result["wrong_checked"] >= 2 * checked, result
+    assert len(result["families"]) >= 2, result["families"]  # the lax rewards' refusals show which families bite
     assert result["false_negative_rate"] == 0.0, audit.report(result)
     assert result["false_positive_rate"] == 0.0, audit.report(result)
     assert audit.check(result) is None
@@ -205,7 +207,6 @@ def test_shipped_config_passes_and_a_lax_reward_beside_correctness_is_refused(tm
     code, out, err, result = _smoke_audit(tmp_path, capsys, source, ["correctness", "format", lax], [1.0, 0.2, 10.0])
     assert code == 1 and lax in err and "audit_max_false_positive" in err, out + err
     assert [r["name"] for r in result["rewards"] if r["judge"]] == ["correctness", lax]
-    assert result["credited_by"].get(audit.SUM), result["credited_by"]  # the weighted total favours the hole too
 
 
 @pytest.mark.parametrize("name", ["always_one", "always_zero"])
@@ -216,6 +217,18 @@ def test_constant_rewards_are_refused(name):
     assert line and knob in line and "\n" not in line, line
     if name == "always_zero":
         assert result["false_positives"] == 0 and result["credited_by"] == {}  # 0 is never "credited"
+
+
+def test_the_weighted_total_counts_a_heavy_lax_reward(correctness):
+    rows = audit.sample(sample_rows(), 8)
+    result = audit.run(rows, [audit.Audited("correctness", correctness, 1.0, True),
+                              audit.Audited("test_audit.always_one", always_one, 10.0, True)])
+    assert result["credited_by"][audit.SUM] == result["wrong_checked"] == result["false_positives"], result
+    for weight, refused in ((0.95, True), (0.85, False)):  # a shaping term that pays wrong answers, not the gold
+        result = audit.run(rows, [audit.Audited("test_audit.exact", exact, 1.0, True),
+                                  audit.Audited("test_audit.prefers_wrong", prefers_wrong, weight, False)])
+        # a wrong total of ``weight`` against the gold's 1.0: within the margin (0.1 of 1.0) at 0.95, not at 0.85
+        assert (audit.check(result) is not None) == refused and set(result["credited_by"]) <= {audit.SUM}, result
 
 
 def test_shaping_rewards_count_in_the_weighted_sum_only():
