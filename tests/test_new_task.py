@@ -85,7 +85,7 @@ def correctness_reward(
     ]
 
 ''',
-    f"{PKG}/audit_cases.py": '''"""The reverse task's hack catalogue: wrong completions derived from a row, for the verifier audit."""
+    f"{PKG}/audit_cases.py": '''"""The reverse task's hack catalogue: wrong completions derived from a row."""
 
 from __future__ import annotations
 
