@@ -27,6 +27,7 @@ import sys
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
+from types import SimpleNamespace
 
 from transformers import TrainerCallback
 
@@ -157,9 +158,10 @@ class Recheck(TrainerCallback):
         try:
             verdicts = list(judge([t for t, _ in picked], [r for _, r in picked], reward=reward))
             return verdicts if len(verdicts) == len(picked) else [None] * len(picked)
-        except Exception as error:
-            print(f"recheck: the independent check failed ({type(error).__name__}: {error})"[:300],
-                  file=self.stream or sys.stderr, flush=True)
+        except Exception as error:  # said once; the probes go on
+            print(f"recheck: the independent check failed and is off for this run ({type(error).__name__}: "
+                  f"{error})"[:300], file=self.stream or sys.stderr, flush=True)
+            self.cases = SimpleNamespace(close=getattr(self.cases, "close", None))
             return [None] * len(picked)
 
     def _probe(self, step: int, recorder: Recorder) -> tuple[int, int]:
