@@ -8,6 +8,7 @@ import functools
 import json
 import re
 
+import conftest
 import pytest
 from _pkg import mod
 from conftest import ROOT, sample_rows
@@ -164,9 +165,11 @@ def correctness():
 
 
 def _smoke_audit(tmp_path, capsys, source, names, weights):
-    """audit.main on the smoke config (its curriculum, or data/sample.jsonl) with ``names`` as reward_funcs."""
-    argv = ["--config", str(SMOKE), "--rows", "24", "--output", str(tmp_path / "audit.json"),
-            "--reward_funcs", *names, "--reward_weights", *map(str, weights)]
+    """audit.main on the smoke config (its curriculum, or data/sample.jsonl) with ``names`` as reward_funcs (None:
+    the config's own rewards)."""
+    argv = ["--config", str(SMOKE), "--rows", "24", "--output", str(tmp_path / "audit.json")]
+    if names is not None:
+        argv += ["--reward_funcs", *names, "--reward_weights", *map(str, weights)]
     if source == "sample" and SAMPLE.is_file():
         argv += ["--dataset_name", str(SAMPLE)]
     code = audit.main(argv)
@@ -201,8 +204,9 @@ def test_lax_rewards_are_refused_on_the_smoke_config(tmp_path, capsys, source, n
 
 @pytest.mark.parametrize("source", ["sample", "curriculum"])
 def test_shipped_config_passes_and_a_lax_reward_beside_correctness_is_refused(tmp_path, capsys, source):
-    code, out, err, result = _smoke_audit(tmp_path, capsys, source, ["correctness", "format"], [1.0, 0.2])
+    code, out, err, result = _smoke_audit(tmp_path, capsys, source, None, None)  # the smoke config's reward mix
     assert code == 0 and result["false_positive_rate"] == 0.0 and result["false_negative_rate"] == 0.0, out + err
+    assert len(result["rewards"]) == len(conftest.smoke_settings()["reward_funcs"]) > 1, result["rewards"]
     lax = f"test_audit.{LAX_HERE[0]}"
     code, out, err, result = _smoke_audit(tmp_path, capsys, source, ["correctness", "format", lax], [1.0, 0.2, 10.0])
     assert code == 1 and lax in err and "audit_max_false_positive" in err, out + err
