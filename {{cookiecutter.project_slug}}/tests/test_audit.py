@@ -283,3 +283,31 @@ def test_train_refuses_a_lax_user_reward_before_any_model(run_cli):
     assert "audit_max_false_positive" in message
     with pytest.raises(AssertionError, match="build_tiny_model ran"):  # audit: false skips it: the model comes next
         run_cli(settings={**lax, "audit": False}, stage="data")
+
+
+def test_the_in_training_check_credits_the_gold_and_refuses_the_catalogue():
+    """The task's independent check (audit_cases.recheck, used while training) on the sample rows: every gold right,
+    every catalogue completion wrong. A task without one is checked by the probes alone (its verdicts are None)."""
+    cases = mod("audit_cases") if audit.wrong_family() is not audit.generic_wrong_completions else None
+    judge = getattr(cases, "recheck", None)
+    rows = [task.normalize(row) for row in sample_rows()]
+    texts, kinds, used = [], [], []
+    for row in rows:
+        wrong = audit.wrong_family()(row)
+        if wrong is None:
+            continue
+        for family, text in [("gold", task.gold_completion(row)), *wrong]:
+            texts.append(text)
+            kinds.append(family)
+            used.append(row)
+    if judge is None:
+        checker = mod("training.recheck").Recheck([])
+        assert checker._recheck(list(zip(texts, used, strict=True)), None) == [None] * len(texts)
+        return
+    try:
+        verdicts = judge(texts, used)
+    finally:
+        if hasattr(cases, "close"):
+            cases.close()
+    wrong = [(k, t) for k, t, v in zip(kinds, texts, verdicts, strict=True) if v is not (k == "gold")]
+    assert kinds.count("gold") > len(rows) // 2 and not wrong, wrong[:3]
