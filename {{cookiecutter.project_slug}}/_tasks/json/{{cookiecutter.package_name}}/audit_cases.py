@@ -136,6 +136,8 @@ def same(a: object, b: object) -> bool:
 def _strict(text: str) -> object:
     """The answer block's one document: fences stripped, parsed strictly (no duplicate keys, no NaN)."""
     body = text.strip()
+    if len(body) > 50_000:
+        raise ValueError("longer than any document the reward reads")
     if body.startswith("```"):
         body = body.split("\n", 1)[1] if "\n" in body else ""
         body = body.rsplit("```", 1)[0]
@@ -152,11 +154,11 @@ def _strict(text: str) -> object:
 
 
 def _valid(schema_text: str, doc: object) -> bool | None:
-    """A full JSON Schema validation with format checking: in-process for a schema without risky keywords, else the
-    reward's bounded worker."""
-    from .rewards.task import local_validator, validate
+    """A full JSON Schema validation with format checking: in-process for a schema without risky keywords and a
+    pair within the reward's ``LOCAL_WORK``, else the reward's worker, which is killed when it overruns."""
+    from .rewards.task import LOCAL_WORK, local_validator, validate
 
-    if local_validator(schema_text) is None:
+    if len(schema_text) * len(json.dumps(doc)) > LOCAL_WORK or local_validator(schema_text) is None:
         verdict = validate(schema_text, doc)
         return verdict if verdict is None or isinstance(verdict, bool) else False
     import jsonschema
