@@ -133,24 +133,43 @@ def same(a: object, b: object) -> bool:
     return type(a) is type(b) and a == b
 
 
-def _strict(text: str) -> object:
-    """The answer block's one document: fences stripped, parsed strictly (no duplicate keys, no NaN)."""
-    body = text.strip()
-    if len(body) > 50_000:
-        raise ValueError("longer than any document the reward reads")
-    if body.startswith("```"):
-        body = body.split("\n", 1)[1] if "\n" in body else ""
-        body = body.rsplit("```", 1)[0]
+_DECODER = json.JSONDecoder(object_pairs_hook=lambda pairs: _unique(pairs), parse_constant=lambda name: _refuse(name))
+_FOUND = object()
 
-    def unique(pairs: list) -> dict:
-        if len({k for k, _ in pairs}) != len(pairs):
-            raise ValueError("duplicate key")
-        return dict(pairs)
 
-    def refuse(name: str) -> None:
-        raise ValueError(name)
+def _unique(pairs: list) -> dict:
+    if len({k for k, _ in pairs}) != len(pairs):
+        raise ValueError("duplicate key")
+    return dict(pairs)
 
-    return json.loads(body, object_pairs_hook=unique, parse_constant=refuse)
+
+def _refuse(name: str) -> None:
+    raise ValueError(name)
+
+
+def _document(text: str) -> object:
+    """The last JSON document of the answer block (the whole text without one; the last fenced block when it has
+    one), written independently of the reward: prose around it is allowed, as the reward allows it; a document with
+    a duplicate key, NaN or Infinity is none. Raises ValueError when there is none."""
+    from .answer_format import extract_answer
+
+    body = extract_answer(text)
+    body = (text if body is None else body)[:50_000]
+    if body.count("```") >= 2:
+        body = body.rsplit("```", 2)[1].partition("\n")[2] if "\n" in body.rsplit("```", 2)[1] else ""
+    found, at, attempts = _FOUND, 0, 0
+    while attempts < 500:
+        starts = [i for i in (body.find("{", at), body.find("[", at)) if i >= 0]
+        if not starts:
+            break
+        attempts, start = attempts + 1, min(starts)
+        try:
+            found, at = _DECODER.raw_decode(body, start)
+        except (ValueError, RecursionError):
+            at = start + 1
+    if found is _FOUND:
+        raise ValueError("no JSON document")
+    return found
 
 
 def _valid(schema_text: str, doc: object) -> bool | None:
@@ -169,10 +188,8 @@ def _valid(schema_text: str, doc: object) -> bool | None:
 
 
 def recheck(texts: list[str], rows: list[dict], reward: object = None) -> list[bool | None]:
-    """An independent verdict on completions a reward gave full credit: the answer block parsed strictly, validated
-    against the schema with format checking, and compared with the gold with exact types."""
-    from .answer_format import extract_answer
-
+    """An independent verdict on completions a reward gave full credit: the answer's last document (no duplicate
+    key), validated against the schema with format checking, and compared with the gold with exact types."""
     out: list[bool | None] = []
     for text, row in zip(texts, rows, strict=True):
         try:
@@ -181,7 +198,7 @@ def recheck(texts: list[str], rows: list[dict], reward: object = None) -> list[b
             out.append(None)
             continue
         try:
-            doc = _strict(extract_answer(text) or "")
+            doc = _document(text)
         except (ValueError, RecursionError):
             out.append(False)
             continue
