@@ -1,11 +1,10 @@
 """The verifier audit while training runs: each logging step, re-judge a few completions the judging rewards gave full
 credit, and score a few of the hack catalogue's wrong completions with the live rewards.
 
-* **Re-judging** (the task's ``audit_cases.recheck``): an independent check of the answer, without the reward's own
-  extraction and leniencies (math: the answer block through math-verify itself plus the hedge screens; JSON: the
-  answer block parsed strictly, a full JSON Schema validator with format checking, a type-exact comparison; code:
-  the row's tests re-run in a sandbox of its own, in reverse order). A full-credit completion it finds wrong is a
-  disagreement.
+* **Re-judging** (the task's ``audit_cases.recheck``): an independent check of the answer, written apart from the
+  reward (math: the answer block through math-verify itself plus the hedge screens; JSON: the answer's last
+  document, a full JSON Schema validator with format checking, a type-exact comparison; code: the row's tests re-run
+  in a sandbox of its own, in reverse order). A full-credit completion it finds wrong is a disagreement.
 * **Probing**: the catalogue's wrong completions (``audit_cases.wrong_completions``, see ``audit.py``) of one row the
   run just trained on, scored by each live judging reward with the run's state: one that earns at least
   ``audit.MAX_CREDIT`` of full credit is a disagreement (a reward that turned lax is caught before the policy finds
