@@ -140,13 +140,30 @@ def _plain(text: str) -> str:
     return _DOLLARS.sub("", _THOUSANDS.sub("", text)).strip()
 
 
+_WORD = re.compile(r"[A-Za-z]{2,}[.,:;!]?")
+
+
+def _in_words(answer: str, number: Fraction, value_words: frozenset) -> bool | None:
+    """For a numeric gold: an answer that is one number among plain words ("72 clips", "She earned $10.") is right
+    when that number is the gold; None when the answer is anything else (math-verify decides)."""
+    text = _plain(answer).rstrip(".!")
+    numbers = _NUMBER.findall(text)
+    if len(numbers) != 1:
+        return None
+    words = text.replace(numbers[0], " ", 1).split()
+    if not all(_WORD.fullmatch(w) and w.rstrip(".,:;!").lower() not in value_words for w in words):
+        return None
+    return Fraction(numbers[0]) == number
+
+
 def recheck(texts: list[str], rows: list[dict], reward: object = None) -> list[bool | None]:
     """An independent verdict on completions a reward gave full credit: the answer block (else the last
     ``\\boxed{}``; a box beside another number is no answer) through math-verify itself, after the hedge screens
-    (several candidates, a question, a negation, a separator, a bound, an approximation the gold does not make).
-    None where math-verify is unavailable."""
+    (several candidates, a question, a negation, a separator, a bound, an approximation the gold does not make); for
+    a numeric gold, one number among plain words (no value word such as "thousand") is that number. None where
+    math-verify is unavailable."""
     from .answer_format import extract_answer
-    from .rewards.math_answer import last_boxed
+    from .rewards.math_answer import VALUE_WORDS, last_boxed
     from .rewards.math_screens import APPROX, BOUND, NEGATION, SEPARATORS, multiple_candidates
     from .rewards.task import WORKER
 
@@ -160,5 +177,10 @@ def recheck(texts: list[str], rows: list[dict], reward: object = None) -> list[b
             answer = inner if not re.search(r"\d", answer.replace("\\boxed{" + inner + "}", "", 1)) else ""
         hedged = ("?" in answer and "?" not in gold) or (multiple_candidates(answer) and not multiple_candidates(gold))
         hedged = hedged or any(s.search(answer) and not s.search(gold) for s in (APPROX, BOUND, NEGATION, SEPARATORS))
-        out.append(False if hedged or not answer or len(answer) > 300 else WORKER.verify(_plain(gold), _plain(answer)))
+        if hedged or not answer or len(answer) > 300:
+            out.append(False)
+            continue
+        number = value(gold)
+        words = _in_words(answer, number, VALUE_WORDS) if number is not None else None
+        out.append(words if words is not None else WORKER.verify(_plain(gold), _plain(answer)))
     return out
