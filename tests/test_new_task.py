@@ -89,6 +89,29 @@ def correctness_reward(
     ]
 
 ''',
+    f"{PKG}/audit_cases.py": '''"""The reverse task's hack catalogue: wrong completions derived from a row."""
+
+from __future__ import annotations
+
+from .task import gold_completion
+
+
+def wrong_completions(row: dict) -> list[tuple[str, str]] | None:
+    """(family, completion) pairs, each a wrong answer to ``row``; None for a row without a gold answer."""
+    gold = str(row.get("answer") or "")
+    if len(gold) < 2:
+        return None
+    head, _, _ = gold_completion(row).rpartition("<answer>")
+    wrong = gold[1:] + gold[0]  # rotated: the right letters in a wrong order
+    if wrong == gold or gold[::-1] == gold:  # "aa", "level": no wrong order of these letters to derive
+        return None
+    return [
+        ("not reversed", f"{head}<answer>\\n{gold[::-1]}\\n</answer>"),
+        ("rotated", f"{head}<answer>\\n{wrong}\\n</answer>"),
+        ("right word after the answer block", f"{head}<answer>\\n{wrong}\\n</answer>\\n{gold}"),
+        ("right word in the reasoning", f"<reasoning>\\n{gold}\\n</reasoning>\\n<answer>\\n{wrong}\\n</answer>"),
+    ]
+''',
     "tests/test_rewards_reverse.py": '''"""The reverse task's correctness reward."""
 
 from _pkg import mod
@@ -141,6 +164,10 @@ Default: the bundled sample of words to reverse.
 
 the answer block holds the reversed word
 
+## audit cases
+
+the word not reversed, its letters rotated, the right word after the answer block or in the reasoning
+
 ## curriculum
 
 - reverse three-letter words
@@ -178,7 +205,7 @@ def test_a_new_task_folder_bakes_and_its_project_tests_pass(tmp_path):
         capture_output=True, text=True, timeout=600, check=False,
     )
     assert baked.returncode == 0, baked.stdout[-3000:] + baked.stderr[-3000:]
-    assert "[ok]   verifier audit: 20/20 gold answers score 1.0, 0/20 known-wrong completions credited" in baked.stdout
+    assert "[ok]   verifier audit: 20/20 gold answers score 1.0, 0/80 known-wrong completions credited" in baked.stdout
     root = out / "grpo-reasoner"
     assert (root / "grpo_reasoner" / "task.py").read_text() == FILES[f"{PKG}/task.py"]
     assert (root / "tests" / "test_rewards_reverse.py").is_file() and not (root / "_tasks").exists()

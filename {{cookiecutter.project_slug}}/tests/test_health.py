@@ -1,16 +1,42 @@
 """The training health monitor: each condition on a synthetic log, a healthy log, the callback, a real run."""
 
+import functools
 import io
 import json
 import math
+import subprocess
+import sys
 from types import SimpleNamespace
 
 import pytest
 from _pkg import mod
-from _smoke_run import smoke_run
+from _smoke_run import ROOT, smoke_run
+from conftest import sample_rows
 
 health = mod("training.health")
+recheck = mod("training.recheck")
+progress = mod("training.progress")
+rewards = mod("rewards")
+task = mod("task")
+answer_format = mod("answer_format")
+audit = mod("audit")
 CONFIG = health.HealthConfig()
+LAX_FROM = 3  # the step from which turns_lax credits any answer block
+
+
+@functools.lru_cache(maxsize=1)
+def _honest():
+    return rewards.build_reward("correctness", rewards.RewardSettings(256))
+
+
+def turns_lax(prompts=None, completions=None, trainer_state=None, **columns):
+    """The shipped correctness until step LAX_FROM (the audit before training calls it without a trainer state),
+    then 1.0 for any completion with an answer block: a reward that becomes lax mid-run."""
+    honest = _honest()(prompts=prompts, completions=completions, **columns)
+    if trainer_state is None or trainer_state.global_step < LAX_FROM:
+        return honest
+    texts = [c if isinstance(c, str) else c[-1]["content"] for c in completions]
+    return [1.0 if answer_format.extract_answer(t) is not None else s for t, s in zip(texts, honest, strict=True)]
 
 
 def log(steps: int = 60, **overrides) -> list[dict]:
@@ -54,6 +80,8 @@ CONDITIONS = {
     "length_collapse": dict(**{"completions/mean_length": lambda i: 1.0 if i >= 25 else 40.0}),
     "entropy_collapse": dict(entropy=lambda i: 0.001 if i >= 25 else 0.8),
     "nonfinite": dict(grad_norm=lambda i: math.nan if i == 30 else 0.5),
+    "verifier_disagreement": {"recheck/disagreement": lambda i: 0.6 if i >= 30 else 0.0,
+                              "recheck/checked": lambda i: 6},
 }
 
 
@@ -156,3 +184,92 @@ def test_a_real_run_writes_health_json(tmp_path_factory):
     result = json.loads((run / "health.json").read_text())
     assert result["verdict"] in {"learning", "suspect", "not learning"}
     assert result["evidence"]["logged_steps"] >= 1 and "thresholds" in result
+
+
+def _batch(rows):
+    """A GRPO-like batch: each row's gold completion and its catalogue's wrong ones, with the row's columns."""
+    texts, cols = [], []
+    for row in rows:
+        wrong = audit.wrong_family()(row) or []
+        for text in [task.gold_completion(row), *(t for _, t in wrong[:3])]:
+            texts.append(text)
+            cols.append(row)
+    return texts, {key: [row.get(key) for row in cols] for key in cols[0]}
+
+
+def _train(reward_name, func, steps=8):
+    """Drive a Recorder and the check through ``steps`` logging steps as the trainer would, and the health monitor
+    after it; return the per-step disagreement rates, the monitor's warnings and what the progress line printed."""
+    recorder = recheck.Recorder(reward_name, func)
+    checker = recheck.Recheck([recorder], budget=math.inf)  # every step: no real training time to be a share of
+    stream = io.StringIO()
+    monitor = health.HealthMonitor(health.HealthConfig(min_steps=1), stream=stream, recheck=checker)
+    line = progress.ProgressLine(stream=stream)
+    state = SimpleNamespace(is_world_process_zero=True, log_history=[], global_step=0, max_steps=steps)
+    args, rates = SimpleNamespace(output_dir=None), []
+    line.on_train_begin(args, state, None)
+    rows = [task.normalize(row) for row in sample_rows()[:6]]
+    for step in range(1, steps + 1):
+        checker.on_step_begin(args, state, None)
+        texts, columns = _batch(rows)
+        recorder(prompts=columns.get("question"), completions=texts, trainer_state=state, **columns)
+        state.global_step = step
+        checker.on_step_end(args, state, None)
+        logs = {"reward": 1.0, "loss": 0.0}
+        state.log_history.append({**logs, "step": step})
+        for callback in (checker, monitor, line):
+            callback.on_log(args, state, None, logs=logs)
+        rates.append(logs.get("recheck/disagreement"))
+    checker.on_train_end(args, state, None)
+    return rates, monitor.fired, stream.getvalue(), checker.summary()
+
+
+def test_the_check_flags_a_reward_that_turns_lax_and_not_the_shipped_one():
+    rates, fired, printed, summary = _train("correctness", _honest())
+    assert rates == [0.0] * 8 and fired == {} and "WARNING" not in printed, (rates, printed)
+    assert summary["checks"] == 8 and summary["examples"] == []
+    rates, fired, printed, summary = _train("test_health.turns_lax", turns_lax)
+    assert rates[: LAX_FROM - 1] == [0.0] * (LAX_FROM - 1) and min(rates[LAX_FROM:]) >= 0.3, rates
+    assert fired["verifier_disagreement"]["step"] == LAX_FROM, fired  # the step the streak started
+    assert f"health warning [verifier_disagreement] at step {LAX_FROM}: suspected reward hacking" in printed
+    assert f"WARNING suspected reward hacking since step {LAX_FROM}" in printed.splitlines()[-1]
+    assert summary["examples"] and summary["examples"][-1]["reward"] == "test_health.turns_lax", summary
+
+
+def test_the_check_stays_within_its_budget():
+    checker = recheck.Recheck([], budget=0.03)
+    state = SimpleNamespace(is_world_process_zero=True, log_history=[], global_step=1)
+    checker.trained, checker.spent, checker.checks = 10.0, 0.5, 3  # 5% spent of a 3% budget: this step is skipped
+    logs = {"reward": 1.0}
+    checker.on_log(None, state, None, logs=logs)
+    assert "recheck/checked" not in logs and checker.checks == 3
+    checker.trained = 20.0
+    checker.on_log(None, state, None, logs=logs)
+    assert logs["recheck/checked"] == 0 and checker.checks == 4
+
+
+@pytest.mark.slow
+def test_a_smoke_run_whose_reward_turns_lax_is_flagged(tmp_path):
+    out = tmp_path / "run"
+    done = subprocess.run(
+        [sys.executable, "train.py", "--config", "configs/smoke.yaml", "--output_dir", str(out), "--max_steps", "14",
+         "--save_steps", "14", "--logging_steps", "1", "--format_priming_steps", "5",
+         "--reward_funcs", "test_health.turns_lax", "format", "--reward_weights", "1.0", "0.2"],
+        cwd=ROOT, capture_output=True, text=True, timeout=600, check=False,
+        env={**__import__("os").environ, "PYTHONPATH": str(ROOT / "tests")},
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    warning = next(line for line in done.stderr.splitlines() if "health warning [verifier_disagreement]" in line)
+    started = int(warning.split(" at step ")[1].split(":")[0])
+    assert LAX_FROM <= started <= LAX_FROM + 4, warning  # the first check after it turned lax
+    assert "WARNING suspected reward hacking since step" in done.stdout
+    result = json.loads((out / "health.json").read_text())
+    assert result["warnings"]["verifier_disagreement"]["step"] == started and result["verdict"] != "learning"
+    assert result["recheck"]["checks"] >= 3 and result["recheck"]["examples"], result["recheck"]
+    logged = [e for e in result_history(out) if "recheck/disagreement" in e]
+    assert logged and all(e["recheck/disagreement"] == 0.0 for e in logged if e["step"] < LAX_FROM), logged
+
+
+def result_history(out):
+    state = json.loads(next(out.glob("checkpoint-*/trainer_state.json")).read_text())
+    return state["log_history"]

@@ -48,7 +48,8 @@ def test_plot_of_a_checkpoint_to_a_chosen_file(trained, tmp_path):
 def test_the_smoke_log_has_every_panel_but_kl(trained):
     history = plots.load_history(plots.find_state(trained))
     titles = [p["title"] for p in plots.panels(history)]
-    assert titles == ["reward", "reward spread", "completion length (tokens) / clipped ratio"]  # constant lr: a note
+    assert titles == ["reward", "reward spread", "completion length (tokens) / clipped ratio",
+                      "verifier check: disagreement rate"]  # constant lr: a note
     assert "correctness" in plots.reward_names(history)  # beta is 0 in the smoke config: no kl logged
 
 

@@ -75,7 +75,8 @@ def test_ctrl_c_saves_the_step_says_how_to_resume_and_the_rerun_resumes(tmp_path
     assert state["global_step"] == stopped
     assert not (out / "health.json").exists()  # no verdict on a run stopped half-way
     assert re.fullmatch(r"train: step 3/12 \| [\d.]+ s/step \| ETA \d+(?:s|m\d\ds) \| correctness [\d.]+ \| "
-                        r"reward -?[\d.]+ \| loss -?[\d.]+\n", progress[-1]), progress[-1]
+                        r"reward -?[\d.]+ \| loss -?[\d.]+(?: \| recheck \d+/\d+ disagree)?\n",
+                        progress[-1]), progress[-1]
 
     second = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
     assert second.returncode == 0, second.stderr[-3000:]

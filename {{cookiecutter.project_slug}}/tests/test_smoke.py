@@ -42,6 +42,9 @@ def test_smoke_training_runs_to_the_end_and_learns(tmp_path):
     assert last - first >= CORRECTNESS_RISE, f"correctness {first:.3f} -> {last:.3f}: the smoke did not learn"
     verdict = json.loads((out / "health.json").read_text())
     assert verdict["verdict"] == "learning", verdict["reasons"]
+    # the in-training verifier check ran within its budget and agreed with the shipped rewards (training/recheck.py)
+    assert "verifier_disagreement" not in verdict["warnings"] and "suspected reward hacking" not in done.stdout
+    assert verdict["recheck"]["checks"] > 0 and verdict["recheck"]["share_of_training_time"] <= 0.05, verdict["recheck"]
     assert verdict["evidence"]["signal_delta"] == pytest.approx(last - first, abs=1e-3)
     health_lines = [line for line in done.stdout.splitlines() if line.startswith("health: ")]
     assert len(health_lines) == 1 and health_lines[0].startswith("health: learning: rewards/correctness/mean ")

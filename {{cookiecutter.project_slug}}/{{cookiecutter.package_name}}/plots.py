@@ -11,6 +11,9 @@ file itself when a path to it is given. Panels, each only when its metrics were 
   no gradient: a rising fraction means the task is too easy or too hard for the model);
 * completion length: ``completions/mean_length`` and, on the right axis, ``completions/clipped_ratio``;
 * KL to the reference model (``kl``, logged when ``beta`` > 0);
+* the in-training verifier check's disagreement rate (``recheck/disagreement``, training/recheck.py: full-credit
+  completions re-judged wrong and catalogue wrong completions credited; a sustained rise is suspected reward
+  hacking, marked like the other health warnings);
 * learning rate (a constant one is a note under the title instead of a panel).
 
 Steps where the health monitor warned (``health.json`` next to the log, see training/health.py) are dashed vertical
@@ -125,6 +128,7 @@ def panels(history: list[dict]) -> list[dict]:
             ],
         },
         {"title": "KL to reference", "lines": [("kl", "kl", "left")]},
+        {"title": "verifier check: disagreement rate", "lines": [("disagreement", "recheck/disagreement", "left")]},
     ]
     if constant_lr(history) is None:
         out.append({"title": "learning rate", "lines": [("learning_rate", "learning_rate", "left")]})

@@ -20,7 +20,11 @@ Conditions (each warns once, naming the setting to change):
   ``completions/mean_length`` <= ``min_length`` tokens, averaged over the last ``window`` steps;
 * ``entropy_collapse``: mean token ``entropy`` below ``entropy_min`` over the last ``window`` steps;
 * ``kl_blowup``: ``kl`` above ``kl_max`` (only when ``beta`` > 0, the only case TRL logs it);
-* ``nonfinite``: a NaN or infinite ``loss`` or ``grad_norm``.
+* ``nonfinite``: a NaN or infinite ``loss`` or ``grad_norm``;
+* ``verifier_disagreement``: suspected reward hacking: the in-training verifier check (``recheck.py``) disagreed
+  with the judging rewards on at least ``recheck_max`` of what it checked for ``recheck_window`` checks in a row
+  (re-judged full-credit completions found wrong, catalogue wrong completions credited); the warning names the step
+  the streak started, and health.json's ``recheck`` holds the checks' cost and the latest disagreements.
 """
 
 from __future__ import annotations
@@ -50,7 +54,11 @@ KNOBS = {
     "entropy_collapse": "lower learning_rate, raise temperature, or set beta > 0",
     "kl_blowup": "lower learning_rate or raise beta",
     "nonfinite": "lower learning_rate, set max_grad_norm, or train in float32/bfloat16 instead of float16",
+    "verifier_disagreement": "suspected reward hacking: read the examples under recheck in health.json, run python -m "
+    f"{(__package__ or 'package').rpartition('.')[0]}.audit on your config, fix the judging reward and resume from "
+    "a checkpoint before the step it started",
 }
+RECHECK_KEY = "recheck/disagreement"
 
 
 @dataclass
@@ -67,6 +75,8 @@ class HealthConfig:
     entropy_min: float = 0.01
     kl_max: float = 1.0
     min_steps: int = 10  # fewer logged steps than this: too short to judge
+    recheck_max: float = 0.3  # disagreement rate of the in-training verifier check that counts towards a streak
+    recheck_window: int = 3  # checks in a row at or above recheck_max: suspected reward hacking
 
 
 def _number(value) -> float | None:
@@ -141,11 +151,29 @@ def detect(history: list[dict], config: HealthConfig, beta: float = 0.0) -> dict
     entropy = _tail_mean(series(history, "entropy"), w)
     if entropy and entropy[1] < config.entropy_min:
         found["entropy_collapse"] = (entropy[0], f"mean entropy {entropy[1]:.4f} over the last {w} steps")
+    if (disagreement := recheck_streak(history, config)) is not None:
+        found["verifier_disagreement"] = disagreement
     if beta > 0:
         high = [(s, v) for s, v in series(history, "kl") if v > config.kl_max]
         if high:
             found["kl_blowup"] = (high[0][0], f"kl {high[0][1]:.3f} > {config.kl_max} at step {high[0][0]}")
     return found
+
+
+def recheck_streak(history: list[dict], config: HealthConfig) -> tuple[int, str] | None:
+    """(the step it started, evidence) of the first ``recheck_window`` checks in a row whose disagreement rate
+    reached ``recheck_max``, or None."""
+    points = series(history, RECHECK_KEY)
+    checked = dict(series(history, "recheck/checked"))
+    run: list[tuple[int, float]] = []
+    for step, rate in points:
+        run = [*run, (step, rate)] if rate >= config.recheck_max and checked.get(step, 1) > 0 else []
+        if len(run) >= config.recheck_window:
+            rates = ", ".join(f"{r:.0%}" for _, r in run)
+            return run[0][0], (f"suspected reward hacking from step {run[0][0]}: the verifier check disagreed with "
+                               f"the judging rewards on {rates} of what it checked ({len(run)} checks in a row "
+                               f">= {config.recheck_max:.0%})")
+    return None
 
 
 def report(history: list[dict], config: HealthConfig, beta: float = 0.0, fired: dict | None = None) -> dict:
@@ -186,11 +214,12 @@ def report(history: list[dict], config: HealthConfig, beta: float = 0.0, fired: 
 class HealthMonitor(TrainerCallback):
     """Warns once per condition while training (main process only) and writes ``health.json`` at the end."""
 
-    def __init__(self, config: HealthConfig | None = None, beta: float = 0.0, stream=None):
+    def __init__(self, config: HealthConfig | None = None, beta: float = 0.0, stream=None, recheck=None):
         self.config = config or HealthConfig()
         self.beta = beta
         self.stream = stream
         self.fired: dict[str, dict] = {}
+        self.recheck = recheck  # the in-training verifier check (recheck.py), whose cost and examples health.json keeps
 
     def on_log(self, args, state, control, logs=None, **kwargs):
         if not state.is_world_process_zero:
@@ -198,10 +227,16 @@ class HealthMonitor(TrainerCallback):
         for name, (step, evidence) in detect(state.log_history, self.config, self.beta).items():
             if name in self.fired:
                 continue
+            if name == "verifier_disagreement" and self.recheck is not None and self.recheck.examples:
+                example = self.recheck.examples[-1]
+                evidence += f"; e.g. step {example['step']} {example['reward']} {example['finding']}: " \
+                            f"{example['answer']!r}"
             self.fired[name] = {"step": step, "evidence": evidence, "knob": KNOBS[name]}
             message = f"health warning [{name}] at step {step}: {evidence}. Try: {KNOBS[name]}"
             logger.warning(message)
             print(message, file=self.stream or sys.stderr, flush=True)
+        if logs is not None and "verifier_disagreement" in self.fired:  # the progress line's warning
+            logs["recheck/suspected_since"] = self.fired["verifier_disagreement"]["step"]
 
     def on_train_end(self, args, state, control, **kwargs):
         if not state.is_world_process_zero:
@@ -211,6 +246,8 @@ class HealthMonitor(TrainerCallback):
             print(line, file=self.stream or sys.stdout, flush=True)
             return
         result = report(state.log_history, self.config, self.beta, self.fired)
+        if self.recheck is not None:
+            result["recheck"] = self.recheck.summary()
         path = write(result, args.output_dir)
         print(summary(result, path), file=self.stream or sys.stdout, flush=True)
 
@@ -234,10 +271,11 @@ def write(result: dict, output_dir: str | Path) -> Path:
     return write_text(path, json.dumps(result, indent=2, allow_nan=False, default=str) + "\n")
 
 
-def monitor_from_args(script_args, beta: float) -> HealthMonitor | None:
-    """The monitor for train.py: None when ``health_monitor`` is off; ``health_<field>`` arguments override."""
+def monitor_from_args(script_args, beta: float, recheck=None) -> HealthMonitor | None:
+    """The monitor for train.py: None when ``health_monitor`` is off; ``health_<field>`` arguments override;
+    ``recheck``: the in-training verifier check whose cost and examples health.json keeps."""
     if not getattr(script_args, "health_monitor", True):
         return None
     overrides = {f: getattr(script_args, f"health_{f}") for f in HealthConfig.__dataclass_fields__
                  if getattr(script_args, f"health_{f}", None) is not None}
-    return HealthMonitor(HealthConfig(**overrides), beta=beta)
+    return HealthMonitor(HealthConfig(**overrides), beta=beta, recheck=recheck)

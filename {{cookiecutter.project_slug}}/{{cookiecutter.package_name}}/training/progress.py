@@ -1,8 +1,10 @@
 """What a run shows while it trains: one compact line per logging step, and a Ctrl-C that keeps the work.
 
 * :class:`ProgressLine` replaces the trainer's printed metrics dicts with one line per logging step, e.g.
-  ``train: step 40/200 | 1.9 s/step | ETA 5m04s | correctness 0.31 | reward 0.62 | loss 0.004``; the full
-  metrics stay in ``trainer_state.json`` and the tracker.
+  ``train: step 40/200 | 1.9 s/step | ETA 5m04s | correctness 0.31 | reward 0.62 | loss 0.004``, with the
+  in-training verifier check's disagreements (``recheck 0/6 disagree``) and, once the health monitor suspects
+  reward hacking, ``WARNING suspected reward hacking since step N``; the full metrics stay in
+  ``trainer_state.json`` and the tracker.
 * :class:`Interrupt`: the first Ctrl-C (SIGINT) lets the current step finish, saves a complete checkpoint and stops
   (train.py then prints one line with the step and the command that resumes); a second Ctrl-C stops at once. Under
   several processes the signal reaches every rank at a different point of its step, so there the handler is not
@@ -50,6 +52,11 @@ class ProgressLine(TrainerCallback):
             per_step = (time.monotonic() - since) / (state.global_step - first)
             parts += [f"{per_step:.2f} s/step", f"ETA {duration(per_step * (state.max_steps - state.global_step))}"]
         parts += [f"{label} {logs[key]:.3f}" for key, label in SHOWN if isinstance(logs.get(key), (int, float))]
+        if isinstance(logs.get("recheck/checked"), int) and logs["recheck/checked"]:  # the verifier check (recheck.py)
+            checked = logs["recheck/checked"]
+            parts.append(f"recheck {round(logs['recheck/disagreement'] * checked)}/{checked} disagree")
+        if "recheck/suspected_since" in logs:
+            parts.append(f"WARNING suspected reward hacking since step {logs['recheck/suspected_since']}")
         print("train: " + " | ".join(parts), file=self.stream or sys.stdout, flush=True)
 
 

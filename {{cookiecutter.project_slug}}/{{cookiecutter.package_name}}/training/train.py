@@ -18,7 +18,7 @@ from .. import audit, config, data, hub, task
 from ..preflight import memory
 from ..rewards import RewardSettings, build_reward_funcs
 from ..settings import use_cpu_threads
-from . import checkpoints, difficulty, distributed, health, model, priming, tiny
+from . import checkpoints, difficulty, distributed, health, model, priming, recheck, tiny
 from .progress import Interrupt, ProgressLine
 
 
@@ -45,10 +45,13 @@ def main(
     reward_funcs = build_reward_funcs(
         script_args.reward_funcs, RewardSettings(training_args.max_completion_length, task_args)
     )
-    # The verifier audit: gold completions credited, known-wrong ones not, on a sample of these rows (audit.py).
+    # The verifier audit: gold completions credited, the hack catalogue not, by every weighted reward and their sum.
     audit.audit_before_training(script_args, train_split, reward_funcs,
                                 RewardSettings(training_args.max_completion_length, task_args),
-                                training_args.output_dir)
+                                training_args.output_dir, weights=training_args.reward_weights)
+    # ... and while training: full-credit completions re-judged, the catalogue scored by the live rewards (recheck.py)
+    reward_funcs, checker = recheck.from_args(script_args, training_args.reward_weights, reward_funcs,
+                                              seed=training_args.seed)
     if script_args.build_tiny_model:
         # Built once, reused by the other ranks; on several nodes the first node builds it on the shared filesystem.
         with training_args.main_process_first(local=training_args.save_on_each_node, desc="tiny model"):
@@ -62,7 +65,7 @@ def main(
         settings = {**vars(model_args), **training_args.to_dict(), **vars(script_args)}
         for line in memory.check_fits(settings):
             print(f"warning: {line}", file=sys.stderr)
-    trainer = build_trainer(script_args, training_args, model_args, reward_funcs, train_split, eval_split)
+    trainer = build_trainer(script_args, training_args, model_args, reward_funcs, train_split, eval_split, checker)
     run_trainer(trainer, training_args, checkpoint)
 
 
@@ -101,7 +104,7 @@ def format_primed(script_args: config.GRPOScriptArguments, training_args: GRPOCo
 
 
 def build_trainer(script_args: config.GRPOScriptArguments, training_args: GRPOConfig, model_args: ModelConfig,
-                  reward_funcs: list, train_split, eval_split):
+                  reward_funcs: list, train_split, eval_split, checker: recheck.Recheck | None = None):
     """The policy and tokenizer loaded, the splits with their prompts, and the GRPO trainer (with the difficulty
     pool and the health monitor when the config asks for them)."""
     policy, tokenizer, peft_config = model.load(
@@ -128,7 +131,9 @@ def build_trainer(script_args: config.GRPOScriptArguments, training_args: GRPOCo
         processing_class=tokenizer,
         peft_config=peft_config,
     )
-    if (monitor := health.monitor_from_args(script_args, training_args.beta)) is not None:
+    if checker is not None:
+        trainer.add_callback(checker)  # before the monitor: it logs the disagreement the monitor reads
+    if (monitor := health.monitor_from_args(script_args, training_args.beta, checker)) is not None:
         trainer.add_callback(monitor)  # warnings while training, health.json at the end (see health.py)
     return trainer
 
