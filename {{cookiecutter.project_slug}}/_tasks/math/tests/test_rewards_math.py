@@ -417,7 +417,6 @@ BOX_NOT_WHOLE = [
     "about \\boxed{72}",
     "at least \\boxed{72}",
     "\\boxed{72}?",
-    "Answer: \\boxed{72}\n\nExplanation: 48 + 24 = 72",
     "-\\boxed{72}",  # operated on
     "{-}\\boxed{72}",
     "\u2212\\boxed{72}",

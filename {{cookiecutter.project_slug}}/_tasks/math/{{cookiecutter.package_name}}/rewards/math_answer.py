@@ -253,9 +253,15 @@ def _text_command(match: re.Match[str]) -> str:
     return " " + match.group(1) + " "
 
 
+_BOLD = re.compile(r"\\(?:mathbf|boldsymbol|bm|mathit|mathsf)\s*\{([^{}]*)\}")
+_OVER = re.compile(r"\{([^{}]*)\\over(?![A-Za-z])([^{}]*)\}")
+_SEPARATED_THOUSANDS = re.compile(r"(?<=\d),\\!\s*(?=\d{3}(?!\d))")  # 11,\!111,\!100
+
+
 def normalize(s: str) -> str:
     """Canonical surface form of an answer string (see ``math_task``)."""
-    s = s.strip().replace("\u2212", "-")  # the Unicode minus sign
+    s = s.strip().replace("\u2212", "-").replace("\\cfrac", "\\frac")  # the Unicode minus sign; \cfrac
+    s = _OVER.sub(r"\\frac{\1}{\2}", _BOLD.sub(r"\1", _SEPARATED_THOUSANDS.sub(",", s)))
     if len(s) > 4 and s.startswith("**") and s.endswith("**"):  # Markdown bold around the whole answer
         s = s[2:-2].strip()
     lead = _LEAD_IN.match(s)

@@ -32,7 +32,7 @@ APPROX = re.compile(
     re.IGNORECASE,
 )
 BOUND = re.compile(
-    r"\\(?!left)(?:l[el]|g[egt]|less|gtr|lt|prec|succ|n(?:e|less|gtr|leq|geq))|[<>≤≥≠≪≫≲≳≺≻]|"
+    r"\\(?!left)(?:l[el]|g[egt]|less|gtr|lt|prec|succ|n(?:e|less|gtr|leq|geq))|[<>≤≥≠≪≫≲≳≺≻]|!=|"
     r"\b(?:at least|at most|less than|more than|greater than|fewer than|up to|over|under|below|above|beyond|"
     r"exceed\w*|within|upwards)\b",
     re.IGNORECASE,

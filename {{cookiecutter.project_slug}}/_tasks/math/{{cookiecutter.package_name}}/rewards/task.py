@@ -92,8 +92,10 @@ from .math_answer import (
     last_boxed,
     normalize,
     several_boxes,
+    top_level_boxes,
 )
-from .math_box import extract_prediction
+from .math_box import box_answer, box_list, extract_prediction
+from .math_final import candidates, competing, final_statement
 from .math_screens import (
     APPROX,
     ARITHMETIC,
@@ -147,6 +149,9 @@ class Gold:
 def parse_gold(gold: str) -> Gold | None:
     """The normalised gold of an ``answer`` cell, or None when it is empty."""
     raw = gold_text(gold)
+    boxes = top_level_boxes(gold) if "####" not in gold else []
+    if len({gold[a:b].strip() for _, a, b in boxes}) > 1:  # "\boxed{1} and \boxed{2}": one answer, a list
+        raw = box_list(gold, boxes, lenient=True) or raw
     text = normalize(raw)
     if not text:
         return None
@@ -228,11 +233,60 @@ def score(completion_text: str, gold_cell: object) -> float | None:
         return 0.0
     answer = extract_answer(completion_text)
     raw = extract_prediction(completion_text)
+    region = answer if answer is not None else completion_text
+    if raw is None or len(raw) > MAX_RAW_ANSWER_CHARS or several_boxes(region, answer_block=answer is not None):
+        whole: float | None = 0.0
+    else:
+        whole = _judge(raw, gold)
+    if whole != 0.0 or answer is None:
+        return whole
+    return _final(answer, gold)
+
+
+def _final(block: str, gold: Gold) -> float | None:
+    """The block's final statement, narrowed to its answer (:mod:`.math_final`), when the block as a whole fails."""
+    found = final_statement(block)
+    if found is None or competing(*found):
+        return 0.0
+    for answer, head in candidates(found[0]):
+        if not _holds(_CLAUSE.split(head)[-1], gold):
+            continue  # "2^6 = 72, so the answer is 72": the working before the answer must hold
+        verdict = _part(answer, gold)
+        if verdict != 0.0:
+            return verdict
+    return 0.0
+
+
+def _holds(working: str, gold: Gold) -> bool:
+    """Every side of an equation chain of working that has no variable equals the gold (sides with a variable or a
+    function name, "p(8)", "f(-2) + f(-1)", are names or steps that cannot be checked without the question)."""
+    if "=" not in working:
+        return True
+    cleaned = _LAYOUT.sub(" ", working)
+    sides = [side.strip(" ,.$") for side in _EQUALS.split(cleaned)]
+    return all(_judge(side, gold) == 1.0 for side in sides if side and not _ALPHA.search(_COMMAND.sub("", side)))
+
+
+_LAYOUT = re.compile(r"&|\\\\|\\(?:begin|end)\{[A-Za-z*]*\}|\\left|\\right|\\[\[\]()]")
+_COMMAND = re.compile(r"\\[A-Za-z]+")
+_ALPHA = re.compile(r"[A-Za-z]")
+_CLAUSE = re.compile(r"[,;:]\s|\b(?:so|thus|hence|therefore)\b", re.IGNORECASE)
+
+
+def _part(part: str, gold: Gold) -> float | None:
+    """A statement or a part of one judged as a whole answer; several boxes joined as a list are one answer."""
+    boxes = top_level_boxes(part)
+    if len({part[a:b].strip() for _, a, b in boxes}) > 1:
+        raw = box_list(part, boxes)
+    else:
+        raw = box_answer(part, boxes) if boxes else part
     if raw is None or len(raw) > MAX_RAW_ANSWER_CHARS:
         return 0.0
-    region = answer if answer is not None else completion_text
-    if several_boxes(region, answer_block=answer is not None):
-        return 0.0
+    return _judge(raw, gold)
+
+
+def _judge(raw: str, gold: Gold) -> float | None:
+    """The extracted answer ``raw`` against the gold (the rules of the module docstring)."""
     if multiple_candidates(raw) and not multiple_candidates(gold.raw):
         return 0.0
     if _hedged(raw, gold):

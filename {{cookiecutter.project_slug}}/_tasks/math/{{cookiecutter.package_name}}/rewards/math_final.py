@@ -1,0 +1,197 @@
+r"""The one final answer of an answer block that holds more than an answer: working, sentences, a whole solution.
+
+An answer block is first judged as a whole (:mod:`.task`). When that fails, the block is read as statements and
+the final one is taken, then narrowed to the answer it states:
+
+- Statements: the block is cut at sentence ends (``.``, ``!``, ``?`` before a space) and line breaks that are
+  outside math (``$...$``, ``$$...$$``, ``\[...\]``, ``\(...\)``, ``\begin...\end``); from a chat template's
+  special token (``<|``) on, nothing is read.
+- The final statement: the one holding the last box; else the last one with an answer lead-in ("the final answer
+  is", "answer:"); else the last one holding a digit or math.
+- Competing answers: any other statement that states an answer (a box, a lead-in, or nothing but a value) and
+  whose value differs from the final one makes the block a hedge ("The answer is 73. The answer is 72.", "72" on
+  one line and "73" on the next). Working ("48 + 24 = 72") and prose are not answers.
+- Narrowing (:func:`candidates`): the statement; what follows its last lead-in; in "X is Y" (is, are, was, equals,
+  it's), Y when it holds a value, else X ("Therefore $x \geq 5$ is the solution."); in "L = [box]" with a
+  variable in L, the box ("$x - p = \boxed{2 - 2p}$"); and the one math span of a part that is otherwise words.
+  What precedes the answer may not hedge ("or", "maybe", "actually"...), nor negate unless the negation is of
+  another value that it names ("the number is not 10, it is 1000.99"), nor end in an equation chain that does not
+  hold ("2^6 = 72, so the answer is 72").
+
+Time: one regex pass over the block (at most ``MAX_COMPLETION_CHARS``) whose tokens each start differently; the
+final statement and every candidate are then at most ``MAX_RAW_ANSWER_CHARS`` long (a longer one is no answer).
+"""
+
+from __future__ import annotations
+
+import re
+
+from .math_answer import MAX_RAW_ANSWER_CHARS, VALUE_WORDS, as_number, normalize, top_level_boxes
+from .math_screens import APPROX, BOUND, HEDGE_WORDS, NEGATION
+
+_TOKENS = re.compile(
+    r"[.!?](?:\$\$|\$|\\\]|\\\))(?=\s|$)|\$\$|(?<!\\)\$|\\\[|\\\]|\\\(|\\\)|\\begin\{|\\end\{[A-Za-z*]*\}"
+    r"|[.!?](?=\s)|\n|<\|"
+)
+LEAD_IN = re.compile(r"final answer\s*(?:is|:)?|\banswer\s*(?:is|:)|\bresult\s*(?:is|:)", re.IGNORECASE)
+_COPULA = re.compile(r"\s(?:is|are|was|were|equals|it's|it is)\s", re.IGNORECASE)
+_MATH_SPAN = re.compile(r"\$\$([^$]*)\$\$|(?<!\\)\$([^$]*)(?<!\\)\$|\\\((.*?)\\\)|\\\[(.*?)\\\]", re.DOTALL)
+_PLAIN_WORDS = re.compile(r"[A-Za-z\s,.:;'()*#-]*")
+_HEDGE_BEFORE = re.compile(
+    r"\b(?:or|either|maybe|perhaps|possibly|probably|actually|instead|rather|wait|correction|sorry|guess|unsure|"
+    r"otherwise|alternatively)\b|\?",
+    re.IGNORECASE,
+)
+_NEGATED = re.compile(r"\b(?:not|no|never|isn'?t|wasn'?t|neither|nor)\b|\\neq|\\not|≠", re.IGNORECASE)
+_BARE_VALUE = re.compile(r"[\s$\\()\[\]{}]*[-+]?[\d.,]+[\s$\\()\[\]{}.]*")
+_VALUE = re.compile(r"\d|\\(?:frac|sqrt|pi|infty|begin|boxed)|\$")
+
+
+def statements(block: str) -> list[tuple[int, int]]:
+    """``(start, end)`` of each statement of ``block`` (see the module docstring), in order."""
+    out: list[tuple[int, int]] = []
+    start, dollars, display, env = 0, 0, 0, 0
+    for m in _TOKENS.finditer(block):
+        token = m.group(0)
+        if token == "<|":
+            break
+        if len(token) > 1 and token[0] in ".!?":  # "$y = -30.$ Then": math closes, then the sentence ends
+            dollars, display = (0, display) if "$" in token else (dollars, max(0, display - 1))
+            token = token[0]
+        if token in ("$", "$$"):
+            dollars ^= 1
+        elif token in ("\\[", "\\("):
+            display += 1
+        elif token in ("\\]", "\\)"):
+            display = max(0, display - 1)
+        elif token == "\\begin{":
+            env += 1
+        elif token.startswith("\\end{"):
+            env = max(0, env - 1)
+        elif not (dollars or display or env):
+            out.append((start, m.end()))
+            start = m.end()
+    else:
+        out.append((start, len(block)))
+    return [(a, b) for a, b in out if block[a:b].strip()]
+
+
+def math_start(text: str, pos: int) -> int:
+    """Where the math (``$``, ``\\[``, ``\\(``, ``\\begin``) around ``text[pos]`` opens (after its opener); 0 when
+    ``pos`` is in no math."""
+    opened, depth = 0, 0
+    for m in _TOKENS.finditer(text, 0, pos):
+        token = m.group(0)
+        if token in ("$", "$$"):
+            depth, opened = (0, opened) if depth else (1, m.end())
+        elif token in ("\\[", "\\(") or token == "\\begin{":
+            opened, depth = (m.end(), depth + 1) if not depth else (opened, depth + 1)
+        elif token in ("\\]", "\\)") or token.startswith("\\end{"):
+            depth = max(0, depth - 1)
+    return opened if depth else 0
+
+
+def final_statement(block: str) -> tuple[str, list[str]] | None:
+    """The final statement of ``block`` and the other statements, or None when there is none within bounds."""
+    spans = statements(block)
+    if not spans:
+        return None
+    texts = [block[a:b].strip() for a, b in spans]
+    boxes = top_level_boxes(block)
+    index = -1
+    if boxes:
+        last = boxes[-1][0]
+        index = next((i for i, (a, b) in enumerate(spans) if a <= last < b), -1)
+    if index < 0:
+        index = next((i for i in range(len(texts) - 1, -1, -1) if LEAD_IN.search(texts[i])), -1)
+    if index < 0:
+        index = next((i for i in range(len(texts) - 1, -1, -1) if _VALUE.search(texts[i])), -1)
+    if index < 0 or len(texts[index]) > MAX_RAW_ANSWER_CHARS:
+        return None
+    return texts[index], texts[:index] + texts[index + 1 :]
+
+
+def stated_value(statement: str) -> str | None:
+    """The value another statement states as an answer (a box, after a lead-in, or alone), normalised; else None."""
+    if len(statement) > MAX_RAW_ANSWER_CHARS:
+        return None
+    boxes = top_level_boxes(statement)
+    if boxes:
+        return normalize(statement[boxes[-1][1] : boxes[-1][2]])
+    lead = None
+    for lead in LEAD_IN.finditer(statement):
+        pass
+    if lead is not None:
+        return normalize(statement[lead.end() :]) or None
+    if _BARE_VALUE.fullmatch(statement):
+        return normalize(statement)
+    return None
+
+
+def same_value(a: str, b: str) -> bool:
+    x, y = as_number(a), as_number(b)
+    return x == y if x is not None and y is not None else a.replace(" ", "") == b.replace(" ", "")
+
+
+def competing(final: str, others: list[str]) -> bool:
+    """Whether another statement states an answer that differs from the final statement's."""
+    mine = stated_value(final) or normalize(final)
+    return any(v is not None and not same_value(v, mine) for v in map(stated_value, others))
+
+
+def _clean_before(head: str) -> bool:
+    """What precedes the answer in its statement neither hedges nor negates it (a negation naming another value,
+    "not 10", is allowed)."""
+    if _HEDGE_BEFORE.search(head):
+        return False
+    return all(re.search(r"\d", head[m.end() :]) for m in _NEGATED.finditer(head))
+
+
+def _plain_predicate(tail: str) -> bool:
+    """What follows "X is" when X is the answer ("the solution", "our answer"): nothing that negates, hedges,
+    bounds, approximates or changes the value ("72 is wrong", "72 is about right", "72 is half of it")."""
+    words = {w.lower() for w in re.findall(r"[A-Za-z]+", tail)}
+    if words & VALUE_WORDS or _HEDGE_BEFORE.search(tail) or _NEGATED.search(tail):
+        return False
+    return not any(screen.search(tail) for screen in (NEGATION, APPROX, BOUND, HEDGE_WORDS))
+
+
+def _framed_span(part: str) -> str | None:
+    """The content of the one math span of ``part`` when the rest is plain words ("The sum is $x$.")."""
+    spans = list(_MATH_SPAN.finditer(part))
+    if len(spans) != 1:
+        return None
+    m = spans[0]
+    rest = part[: m.start()] + " " + part[m.end() :]
+    if not _PLAIN_WORDS.fullmatch(rest):
+        return None
+    return next(g for g in m.groups() if g is not None)
+
+
+def candidates(statement: str) -> list[tuple[str, str]]:
+    """``(answer, what precedes it)`` narrowings of the final statement, widest first (see the module docstring)."""
+    out = [(statement, "")]
+    lead = None
+    for lead in LEAD_IN.finditer(statement):
+        pass
+    if lead is not None and statement[lead.end() :].strip():
+        out.append((statement[lead.end() :], statement[: lead.start()]))
+    copulas = list(_COPULA.finditer(statement))
+    if copulas:
+        m = copulas[-1]
+        head, tail = statement[: m.start()], statement[m.end() :]
+        if _VALUE.search(tail):
+            out.append((tail, head))
+        elif _VALUE.search(head) and _PLAIN_WORDS.fullmatch(tail) and _plain_predicate(tail):
+            out.append((head, ""))
+    boxes = top_level_boxes(statement)
+    if boxes:  # "$f(0) = \frac{3}{2} - 1 = \boxed{\frac{1}{2}}$": the box ends the chain of its math
+        pos, a, b = boxes[-1]
+        chain = statement[math_start(statement, pos) : pos]
+        if chain.rstrip().endswith("="):
+            out.append((statement[a:b], chain))
+    for answer, head in list(out):
+        span = _framed_span(answer)
+        if span is not None:
+            out.append((span, head))
+    return [(answer, head) for answer, head in out if head == "" or _clean_before(head)]
