@@ -161,7 +161,7 @@ _ALPHA = re.compile(r"[A-Za-z]+")
 KNOWN_UNITS = frozenset(
     "cm mm km nm um kg mg ml mL dl cl kl ft yd mi lb lbs oz hr hrs min mins sec secs ms us ns mph kph kmh "
     "kmph cc sq cu km2 kW kw MW mW kJ kj mA mV kV Hz hz GB MB KB kB TB Gb Mb pt qt gal pcs pc yr yrs wk wks "
-    "am pm AM PM st nd rd th deg men kids cars toys eggs pens cups boys days hours".split()
+    "pct am pm AM PM st nd rd th deg men kids cars toys eggs pens cups boys days hours".split()
 )
 SINGLE_LETTER_UNITS = frozenset("m s h g l L K N J W V A".split())  # only inside a compound such as m/s, km/h
 MATH_NAMES = frozenset(
@@ -188,7 +188,7 @@ def is_unit(token: str) -> bool:
         return False
     words = _ALPHA.findall(token)
     if len(words) == 1:
-        return _unit_word(words[0])
+        return _unit_word(words[0]) or (words[0] in ("m", "cm", "km", "mm") and "^" in token)  # m^2
     return all(_unit_word(w) or w in SINGLE_LETTER_UNITS for w in words)
 
 
@@ -258,9 +258,14 @@ _OVER = re.compile(r"\{([^{}]*)\\over(?![A-Za-z])([^{}]*)\}")
 _SEPARATED_THOUSANDS = re.compile(r"(?<=\d),\\!\s*(?=\d{3}(?!\d))")  # 11,\!111,\!100
 
 
+SPACED_THOUSANDS = re.compile(r"[-+]?\d{1,3}(?: \d{3})+(?:\.\d+)?")
+_DECIMAL_COMMA = re.compile(r"([-+]?\d+),(\d+)")
+
+
 def normalize(s: str) -> str:
     """Canonical surface form of an answer string (see ``math_task``)."""
     s = s.strip().replace("\u2212", "-").replace("\\cfrac", "\\frac")  # the Unicode minus sign; \cfrac
+    s = s.replace("²", "^2").replace("³", "^3")
     s = _OVER.sub(r"\\frac{\1}{\2}", _BOLD.sub(r"\1", _SEPARATED_THOUSANDS.sub(",", s)))
     if len(s) > 4 and s.startswith("**") and s.endswith("**"):  # Markdown bold around the whole answer
         s = s[2:-2].strip()
@@ -282,6 +287,11 @@ def normalize(s: str) -> str:
         s = s[:-2] if s.endswith("\\%") else s[:-1]
     s = strip_unit_tail(s.strip()) if NUMBER.search(s) else s
     s = s.replace("^\\circ", "").replace("^{\\circ}", "").replace("°", "").strip()
+    if SPACED_THOUSANDS.fullmatch(s):  # "1 000 000"
+        s = s.replace(" ", "")
+    comma = _DECIMAL_COMMA.fullmatch(s)
+    if comma and (len(comma.group(2)) not in (1, 3) or comma.group(1).lstrip("-+") == "0"):
+        s = comma.group(1) + "." + comma.group(2)  # "1000,99", "0,111": a decimal comma; never "1,000" or "1,2"
     return " ".join(s.split())
 
 

@@ -34,7 +34,7 @@ _TOKENS = re.compile(
     r"|[.!?](?=\s)|\n|<\|"
 )
 LEAD_IN = re.compile(r"final answer\s*(?:is|:)?|\banswer\s*(?:is|:)|\bresult\s*(?:is|:)", re.IGNORECASE)
-_COPULA = re.compile(r"\s(?:is|are|was|were|equals|it's|it is)\s", re.IGNORECASE)
+_COPULA = re.compile(r"\s(?:is|are|was|were|equals|it's|it is)(?:\s|:\s)", re.IGNORECASE)
 _MATH_SPAN = re.compile(r"\$\$([^$]*)\$\$|(?<!\\)\$([^$]*)(?<!\\)\$|\\\((.*?)\\\)|\\\[(.*?)\\\]", re.DOTALL)
 _PLAIN_WORDS = re.compile(r"[A-Za-z\s,.:;'()*#-]*")
 _HEDGE_BEFORE = re.compile(
@@ -44,6 +44,8 @@ _HEDGE_BEFORE = re.compile(
 )
 _NEGATED = re.compile(r"\b(?:not|no|never|isn'?t|wasn'?t|neither|nor)\b|\\neq|\\not|≠", re.IGNORECASE)
 _BARE_VALUE = re.compile(r"[\s$\\()\[\]{}]*[-+]?[\d.,]+[\s$\\()\[\]{}.]*")
+_ALNUM = re.compile(r"[A-Za-z\d]")
+_ENUMERATOR = re.compile(r"\s*\d{1,2}[.)]\s*")  # "1." heading a step
 _VALUE = re.compile(r"\d|\\(?:frac|sqrt|pi|infty|begin|boxed)|\$")
 
 
@@ -122,8 +124,9 @@ def stated_value(statement: str) -> str | None:
     for lead in LEAD_IN.finditer(statement):
         pass
     if lead is not None:
-        return normalize(statement[lead.end() :]) or None
-    if _BARE_VALUE.fullmatch(statement):
+        value = normalize(statement[lead.end() :])
+        return value if _ALNUM.search(value) else None  # "**Final Answer**" heads what follows
+    if _BARE_VALUE.fullmatch(statement) and not _ENUMERATOR.fullmatch(statement):
         return normalize(statement)
     return None
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from .math_answer import MAX_EXPONENT_DIGITS, NUMBER
+from .math_answer import MAX_EXPONENT_DIGITS, NUMBER, SPACED_THOUSANDS
 
 MAX_ANSWER_CHARS = 300
 MAX_NESTING = 8
@@ -54,8 +54,8 @@ ARITHMETIC = re.compile(r"(?:[\d\s.+\-*/^()\[\]{}!]|\\(?:[dt]?frac|sqrt|times|cd
 
 def multiple_candidates(pred: str) -> bool:
     """True when the answer offers several values ("72 or 73", "73 \\to 72", one per line, "72 73")."""
-    if len(NUMBER.findall(pred)) < 2:
-        return False
+    if len(NUMBER.findall(pred)) < 2 or SPACED_THOUSANDS.fullmatch(pred.strip()):
+        return False  # one number, or one written with spaces between its thousands ("1 000")
     if HEDGE_WORDS.search(pred) or RANGE_WORDS.search(pred):
         return True
     if sum(1 for ln in pred.splitlines() if ln.strip()) > 1:

@@ -195,7 +195,8 @@ def _number_in_prose(pred: str) -> tuple[Fraction, str] | None:
     if (before and before[-1].isalpha()) or (after and (after[0].isalpha() or after[0] == "^")):
         return None  # "x72", "72x", "72i": a product, not a number in a sentence
     words = [w.strip(".,;:'\"()").lower() for w in (before + " " + after).split()]
-    if any(w in MATH_NAMES or w in VALUE_WORDS for w in words):
+    near = [w.strip(".,;:'\"()").lower() for w in before.split()[-3:] + after.split()[:2]]
+    if any(w in MATH_NAMES for w in words) or any(w in VALUE_WORDS for w in near):
         return None  # "72 pi", "sqrt 72", "minus 72", "72 million"
     if re.search(r"[-+]\s*\(?\s*$", before):
         return None  # "-(72)": a sign the number does not carry
