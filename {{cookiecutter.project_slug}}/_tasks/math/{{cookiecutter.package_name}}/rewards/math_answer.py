@@ -222,7 +222,7 @@ def strip_unit_tail(s: str) -> str:
     return s
 
 
-def _strip_delims(s: str) -> str:
+def strip_delims(s: str) -> str:
     changed = True
     while changed:
         changed = False
@@ -258,6 +258,7 @@ _OVER = re.compile(r"\{([^{}]*)\\over(?![A-Za-z])([^{}]*)\}")
 _SEPARATED_THOUSANDS = re.compile(r"(?<=\d),\\!\s*(?=\d{3}(?!\d))")  # 11,\!111,\!100
 
 
+_UNIT_POWER = re.compile(r"(\\(?:text|mathrm|mbox)\s*\{\s*[A-Za-z]+\s*)\}\s*\^\s*\{?([23])\}?")
 SPACED_THOUSANDS = re.compile(r"[-+]?\d{1,3}(?: \d{3})+(?:\.\d+)?")
 _DECIMAL_COMMA = re.compile(r"([-+]?\d+),(\d+)")
 
@@ -272,8 +273,8 @@ def normalize(s: str) -> str:
     lead = _LEAD_IN.match(s)
     if lead:
         s = s[lead.end() :]
-    s = _strip_delims(s)
-    s = _TEXT_CMD.sub(_text_command, s)
+    s = strip_delims(s)
+    s = _TEXT_CMD.sub(_text_command, _UNIT_POWER.sub(r"\1^\2}", s))  # "15\mbox{ cm}^2": the unit and its power
     s = _THIN_THOUSANDS.sub("", s)  # "5\,000" -> "5000"
     s = _BRACED_COMMA.sub(",", s)  # "1{,}000" -> "1,000", a number only when every group has 3 digits
     s = _SPACES.sub(" ", s)

@@ -58,7 +58,7 @@ def multiple_candidates(pred: str) -> bool:
         return False  # one number, or one written with spaces between its thousands ("1 000")
     if HEDGE_WORDS.search(pred) or RANGE_WORDS.search(pred):
         return True
-    if sum(1 for ln in pred.splitlines() if ln.strip()) > 1:
+    if sum(1 for ln in pred.splitlines() if ln.strip()) > 1 and "\\begin{" not in pred:  # a matrix spans lines
         return True
     return bool(re.search(r"\d\s+[-+]?\d", pred))  # numbers side by side with no operator between
 

@@ -92,6 +92,7 @@ from .math_answer import (
     last_boxed,
     normalize,
     several_boxes,
+    strip_delims,
     top_level_boxes,
 )
 from .math_box import box_answer, box_list, extract_prediction
@@ -232,6 +233,7 @@ def score(completion_text: str, gold_cell: object) -> float | None:
         return None
     if completion_text.count("\\boxed") + completion_text.count("\\fbox") > MAX_BOXES:
         return 0.0
+    completion_text = _IN_BOX.sub(r"\1 = \\boxed", completion_text)  # "x \in \boxed{[0, 1)}" names the box
     answer = extract_answer(completion_text)
     raw = extract_prediction(completion_text)
     region = answer if answer is not None else completion_text
@@ -242,6 +244,9 @@ def score(completion_text: str, gold_cell: object) -> float | None:
     if whole != 0.0 or answer is None:
         return whole
     return _final(answer, gold)
+
+
+_IN_BOX = re.compile(r"(?<![A-Za-z\\])([A-Za-z])\s*\\in\s*\\boxed")
 
 
 def _final(block: str, gold: Gold) -> float | None:
@@ -288,6 +293,11 @@ def _part(part: str, gold: Gold) -> float | None:
 
 def _judge(raw: str, gold: Gold) -> float | None:
     """The extracted answer ``raw`` against the gold (the rules of the module docstring)."""
+    if "=" in gold.text and "=" in raw and not (pathological(raw) or pathological(gold.text)) and not _hedged(raw, gold):
+        if _verified(gold, [strip_delims(raw)]) == 1.0:
+            return 1.0  # an equation of the same line in another form: 2x + 4y - 3 = 0 and y = -x/2 + 3/4
+    if _LIST.search(gold.raw):
+        raw = _AND.sub(", ", raw)  # "(5, 8) and (8, 5)" lists the answers of a gold that is a list
     if multiple_candidates(raw) and not multiple_candidates(gold.raw):
         return 0.0
     if _hedged(raw, gold):
@@ -316,6 +326,8 @@ def _judge(raw: str, gold: Gold) -> float | None:
     return _verified(gold, sides)
 
 
+_LIST = re.compile(r"[)\]}]\s*,\s*[(\[{]|\\boxed\{[^{}]*\}[^{}]*\\boxed|,\s*\\quad")  # "(5, 8), (8, 5)"
+_AND = re.compile(r"\s*(?:\\q?quad\s*)*(?:\\text\s*\{\s*and\s*\}|\band\b)\s*(?:\\q?quad\s*)*")
 _EQUALS = re.compile(r"(?<![<>!\\])=")
 
 
