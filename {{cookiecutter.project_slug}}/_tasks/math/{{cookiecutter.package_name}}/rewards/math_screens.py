@@ -33,7 +33,7 @@ APPROX = re.compile(
 )
 BOUND = re.compile(
     r"\\(?!left)(?:l[el]|g[egt]|less|gtr|lt|prec|succ|n(?:e|less|gtr|leq|geq))|[<>≤≥≠≪≫≲≳≺≻]|!=|"
-    r"\b(?:at least|at most|less than|more than|greater than|fewer than|up to|over|under|below|above|beyond|"
+    r"(?<!\\)\b(?:at least|at most|less than|more than|greater than|fewer than|up to|over|under|below|above|beyond|"
     r"exceed\w*|within|upwards)\b",
     re.IGNORECASE,
 )
@@ -117,4 +117,5 @@ def pathological(s: str) -> bool:
         return True
     if compact.count("^") > 2 and re.search(r"\^[^{}]*\^", compact):
         return True  # chained exponents a^b^c^d
-    return bool(re.search(r"\d{4,}!|\\(?:binom|choose)", compact))  # large factorials / binomials
+    # large factorials, a factorial of a factorial or of a power ("(3!)!", "3!!", "(10^5)!"), binomials
+    return bool(re.search(r"\d{4,}!|![)}\]]*!|\^[^!]*[)}\]]!|\\(?:binom|choose|Gamma)", compact))

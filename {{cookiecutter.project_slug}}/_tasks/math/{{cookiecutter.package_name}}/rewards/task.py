@@ -94,6 +94,7 @@ from .math_answer import (
     several_boxes,
     strip_delims,
     top_level_boxes,
+    unit_of,
 )
 from .math_box import box_answer, box_list, extract_prediction
 from .math_final import candidates, competing, final_statement
@@ -255,7 +256,8 @@ def _final(block: str, gold: Gold) -> float | None:
     if found is None or competing(*found):
         return 0.0
     for answer, head in candidates(found[0]):
-        if not _holds(_CLAUSE.split(head)[-1], gold):
+        clauses = [c for c in _CLAUSE.split(head) if c and "=" in c]
+        if clauses and not _holds(clauses[-1], gold):
             continue  # "2^6 = 72, so the answer is 72": the working before the answer must hold
         verdict = _part(answer, gold)
         if verdict != 0.0:
@@ -264,12 +266,15 @@ def _final(block: str, gold: Gold) -> float | None:
 
 
 def _holds(working: str, gold: Gold) -> bool:
-    """Every side of an equation chain of working that has no variable equals the gold (sides with a variable or a
-    function name, "p(8)", "f(-2) + f(-1)", are names or steps that cannot be checked without the question)."""
+    """When the working before the answer is an equation chain ending in the answer ("2^6 = 72, so the answer is",
+    "p(8) = \\frac{q(8)+8}{63} = [box]"), every side of it that has no variable equals the gold (sides with a
+    variable or a function name, "p(8)", "f(-2) + f(-1)", are names or steps that cannot be checked)."""
     if "=" not in working:
         return True
     cleaned = _LAYOUT.sub(" ", working)
     sides = [side.strip(" ,.$") for side in _EQUALS.split(cleaned)]
+    if sides[-1] and _judge(sides[-1], gold) != 1.0:
+        return True  # "y = 8.8 - 2.8 = 6, so the pair is (7, 6)": working towards another quantity
     return all(_judge(side, gold) == 1.0 for side in sides if side and not _ALPHA.search(_COMMAND.sub("", side)))
 
 
@@ -293,11 +298,21 @@ def _part(part: str, gold: Gold) -> float | None:
 
 def _judge(raw: str, gold: Gold) -> float | None:
     """The extracted answer ``raw`` against the gold (the rules of the module docstring)."""
+    unit = unit_of(raw)
+    if unit is not None and unit != unit_of(gold.raw) and unit_of(gold.raw) is not None:
+        return 0.0  # "5 km" for "5 cm", "72 cents" for "\$72", "3 hours" for "3 minutes"
+    if _kind(raw) and _kind(gold.raw) and _kind(raw) != _kind(gold.raw):
+        return 0.0  # a set is no tuple: \{1, 2\} for (1, 2)
     if "=" in gold.text and "=" in raw and not (pathological(raw) or pathological(gold.text)) and not _hedged(raw, gold):
         if _verified(gold, [strip_delims(raw)]) == 1.0:
             return 1.0  # an equation of the same line in another form: 2x + 4y - 3 = 0 and y = -x/2 + 3/4
     if _LIST.search(gold.raw):
-        raw = _AND.sub(", ", raw)  # "(5, 8) and (8, 5)" lists the answers of a gold that is a list
+        raw = _AND.sub(", ", raw)
+    single = _SINGLE.fullmatch(raw.strip(" $"))
+    if single and gold.number is not None and as_number(normalize(single.group(1) or single.group(2))) is not None:
+        raw = single.group(1) or single.group(2)  # |72| or \{72\}: the value itself, for a number gold
+        if single.group(1) and raw.strip().startswith("-"):
+            return 0.0  # |-72| is 72, but an answer that writes a minus sign inside bars is no plain answer  # "(5, 8) and (8, 5)" lists the answers of a gold that is a list
     if multiple_candidates(raw) and not multiple_candidates(gold.raw):
         return 0.0
     if _hedged(raw, gold):
@@ -308,7 +323,10 @@ def _judge(raw: str, gold: Gold) -> float | None:
     if pred == gold.text:
         return 1.0
     if gold.number is not None:
-        return _numeric(gold, pred)
+        verdict, value = _numeric(gold, pred), as_number(pred)
+        if verdict == 0.0 and value is not None and ("%" in raw) != ("%" in gold.raw):  # 72% for 0.72, both ways
+            return 1.0 if (value / 100 if "%" in raw else value * 100) == gold.number else 0.0
+        return verdict
     if _WORDS.fullmatch(gold.text) and not MATH_NAMES & set(gold.text.lower().split()):  # "Monday", "yes"
         return 1.0 if pred.casefold() == gold.text.casefold() else 0.0
     named = len(_ASSIGNMENT.findall(gold.text))
@@ -326,6 +344,15 @@ def _judge(raw: str, gold: Gold) -> float | None:
     return _verified(gold, sides)
 
 
+def _kind(s: str) -> str | None:
+    """"set" for ``\\{...\\}``, "tuple" for ``(a, b)``, else None (a bare list may be either)."""
+    s = strip_delims(s).replace("\\left", "").replace("\\right", "").strip()
+    if s.startswith("\\{") and s.endswith("\\}"):
+        return "set"
+    return "tuple" if s.startswith("(") and s.endswith(")") and "," in s else None
+
+
+_SINGLE = re.compile(r"\|([^|]*)\||\\\{([^{},]*)\\\}")
 _LIST = re.compile(r"[)\]}]\s*,\s*[(\[{]|\\boxed\{[^{}]*\}[^{}]*\\boxed|,\s*\\quad")  # "(5, 8), (8, 5)"
 _AND = re.compile(r"\s*(?:\\q?quad\s*)*(?:\\text\s*\{\s*and\s*\}|\band\b)\s*(?:\\q?quad\s*)*")
 _EQUALS = re.compile(r"(?<![<>!\\])=")
