@@ -34,7 +34,26 @@ math_task = importlib.import_module(f"{PKG}.rewards.task")
 CASES = Path(__file__).with_name("math_verify_cases.jsonl")
 
 # (test, pred) -> why the reward refuses this positive of the suite on purpose
-REFUSED_ON_PURPOSE: dict[tuple[str, str], str] = {}
+_PRECISION = "an approximation below the documented precision (a decimal matches 1/3 from 6 places on)"
+_CHAIN = "a false chain: every side of an equation chain must equal the answer"
+_NAMES = "a gold with several named values needs the names (which value is which)"
+REFUSED_ON_PURPOSE: dict[tuple[str, str], str] = {
+    ("test_precision", "0.3333$"): _PRECISION,
+    ("test_complex_math_expressions", "$\\begin{pmatrix}0.33\\\\0.2 \\end{pmatrix}$"): _PRECISION,
+    ("test_complex_math_expressions", "$(0.6,2.6667]$"): _PRECISION,
+    ("test_relations_math", "$x = 5+5+1 = 7 =11$"): _CHAIN,
+    ("test_relations_math", "$x = 5+5+1 = 1/3 \\approx 11$"): _CHAIN,
+    ("test_relations_math", "$x\\approx11$"): "an approximation of a gold that has a finite decimal expansion",
+    ("test_relations_math", "$x=1/3\\approx1.3$"): "a false approximation (1/3 is not about 1.3)",
+    ("test_latex_notation", "Answer $ \\frac{1}{2} \\$ = \\frac{10}{9} $"): _CHAIN + " (1/2 = 10/9)",
+    ("test_strict_variable_comparison", "$f(y)$"): "another variable (the suite passes strict=False here)",
+    ("test_set_rel_assymetry", "$-2 \\\\le x \\\\le 7$"):
+        "a relation for a set (the suite passes allow_set_relation_comp=True; '\\\\le' is a row break)",
+    ("test_string_extraction", "$1 + \\frac{1}{\\mathrm{e}}$"): "not equal: 1 + 1/e for 1 - 1/e",
+    ("test_numina_cases", "$\\boxed{4, 5}$"): _NAMES,
+    ("test_numina_cases", "$(5,2),(7,2)$"): _NAMES,
+    ("test_numina_cases", "$\\boxed{-5, \\frac{14}{3}}$"): _NAMES,
+}
 
 
 def load() -> tuple[dict[str, object], list[dict[str, object]]]:
@@ -88,12 +107,15 @@ def main() -> None:
     print(summary("correctness, prediction as the whole completion", cases, [s == 1.0 for s in whole]))
     print(summary("raw math-verify (the suite's own settings)", cases, raw))
     print(summary("raw math-verify (defaults: verify(parse, parse))", cases, default))
+    refused = [c for c, s in zip(cases, block, strict=True) if c["expected"] == 1 and s != 1.0]
+    on_purpose = sum((c["test"], c["pred"]) in REFUSED_ON_PURPOSE for c in refused)
+    print(f"refused positives: {len(refused)}, of which on purpose {on_purpose}, "
+          f"not on purpose {len(refused) - on_purpose}")
     print("\nrefused positives (prediction in the answer block):")
     for case, s, r in zip(cases, block, raw, strict=True):
         if case["expected"] == 1 and s != 1.0:
             key = (case["test"], case["pred"])
-            why = REFUSED_ON_PURPOSE.get(key) or "UNEXPLAINED: " + getattr(math_task, "explain", lambda *a: "?")(in_answer_block(case["pred"]),
-                                                                                    case["gold"])
+            why = REFUSED_ON_PURPOSE.get(key) or "not credited, not on purpose (a reading the reward lacks)"
             print(f"  [{case['test']}] gold={case['gold']!r} pred={case['pred'][:120]!r} raw={int(r)}\n      {why}")
     print("\ncredited negatives:")
     for case, s, r, d in zip(cases, block, raw, default, strict=True):

@@ -17,7 +17,8 @@ Each case also records how the suite judges it (the ``compare_strings`` keywords
 the suite does. The first line of the file is a header: source, commit, licence, counts.
 
 Braces in the strings are written as JSON escapes (``\\u007b``/``\\u007d``): the file passes through the project
-template's renderer (Jinja), to which two opening braces in a row would be markup. ``json.loads`` reads them back unchanged.
+template's renderer (Jinja), to which two opening braces in a row would be markup. ``json.loads`` reads
+them back unchanged.
 """
 
 from __future__ import annotations

@@ -10,7 +10,8 @@ the final one is taken, then narrowed to the answer it states:
   is", "answer:"); else the last one holding a digit or math.
 - Competing answers: any other statement that states an answer (a box, a lead-in, or nothing but a value) and
   whose value differs from the final one makes the block a hedge ("The answer is 73. The answer is 72.", "72" on
-  one line and "73" on the next). Working ("48 + 24 = 72") and prose are not answers.
+  one line and "73" on the next), and so does a statement after the final one that holds a value and a hedge
+  word ("The answer is 72. Wait, actually 73."). Working ("48 + 24 = 72") and prose are not answers.
 - Narrowing (:func:`candidates`): the statement; what follows its last lead-in; in "X is Y" (is, are, was, equals,
   it's), Y when it holds a value, else X ("Therefore $x \geq 5$ is the solution."); in "L = [box]" with a
   variable in L, the box ("$x - p = \boxed{2 - 2p}$"); and the one math span of a part that is otherwise words.
@@ -93,8 +94,9 @@ def math_start(text: str, pos: int) -> int:
     return opened if depth else 0
 
 
-def final_statement(block: str) -> tuple[str, list[str]] | None:
-    """The final statement of ``block`` and the other statements, or None when there is none within bounds."""
+def final_statement(block: str) -> tuple[str, list[str], bool] | None:
+    """The final statement of ``block``, the other statements, and whether a statement after the final one holds a
+    value and a hedge word; None when there is no final statement within bounds."""
     spans = statements(block)
     if not spans:
         return None
@@ -110,7 +112,8 @@ def final_statement(block: str) -> tuple[str, list[str]] | None:
         index = next((i for i in range(len(texts) - 1, -1, -1) if _VALUE.search(texts[i])), -1)
     if index < 0 or len(texts[index]) > MAX_RAW_ANSWER_CHARS:
         return None
-    return texts[index], texts[:index] + texts[index + 1 :]
+    retracted = any(_VALUE.search(t) and _HEDGE_BEFORE.search(t) for t in texts[index + 1 :])
+    return texts[index], texts[:index] + texts[index + 1 :], retracted
 
 
 def stated_value(statement: str) -> str | None:
@@ -120,9 +123,7 @@ def stated_value(statement: str) -> str | None:
     boxes = top_level_boxes(statement)
     if boxes:
         return normalize(statement[boxes[-1][1] : boxes[-1][2]])
-    lead = None
-    for lead in LEAD_IN.finditer(statement):
-        pass
+    lead = _last(LEAD_IN, statement)
     if lead is not None:
         value = normalize(statement[lead.end() :])
         return value if _ALNUM.search(value) else None  # "**Final Answer**" heads what follows
@@ -131,13 +132,23 @@ def stated_value(statement: str) -> str | None:
     return None
 
 
+def _last(pattern: re.Pattern[str], text: str) -> re.Match[str] | None:
+    last = None
+    for last in pattern.finditer(text):  # noqa: B007 - the last match is wanted
+        pass
+    return last
+
+
 def same_value(a: str, b: str) -> bool:
     x, y = as_number(a), as_number(b)
     return x == y if x is not None and y is not None else a.replace(" ", "") == b.replace(" ", "")
 
 
-def competing(final: str, others: list[str]) -> bool:
-    """Whether another statement states an answer that differs from the final statement's."""
+def competing(final: str, others: list[str], retracted: bool) -> bool:
+    """Whether another statement states an answer that differs from the final statement's, or one after it
+    takes it back (``retracted``, from :func:`final_statement`)."""
+    if retracted:
+        return True  # a statement after the final one takes it back ("Wait, actually 73.")
     mine = stated_value(final) or normalize(final)
     return any(v is not None and not same_value(v, mine) for v in map(stated_value, others))
 
@@ -174,9 +185,7 @@ def _framed_span(part: str) -> str | None:
 def candidates(statement: str) -> list[tuple[str, str]]:
     """``(answer, what precedes it)`` narrowings of the final statement, widest first (see the module docstring)."""
     out = [(statement, "")]
-    lead = None
-    for lead in LEAD_IN.finditer(statement):
-        pass
+    lead = _last(LEAD_IN, statement)
     if lead is not None and statement[lead.end() :].strip():
         out.append((statement[lead.end() :], statement[: lead.start()]))
     copulas = list(_COPULA.finditer(statement))

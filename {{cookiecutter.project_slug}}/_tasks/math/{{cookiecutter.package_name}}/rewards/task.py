@@ -1,71 +1,58 @@
 r"""Math correctness: is the final answer of a completion equal to the row's gold ``answer``?
 
-Prediction (:mod:`.math_box`): the content of the last ``<answer>`` block, judged as a whole; without an answer
-block, the last balanced ``\boxed{...}`` of the completion, judged in its context (its sentence, joined over line
-breaks that do not end it, widened to a ``$$``/``\[`` display around it); otherwise no answer (0.0). A box is the
-answer only when it is the whole answer: what surrounds it in its context is framing alone (math delimiters,
-Markdown bold, a trailing period, units, ``%``, degrees, words such as "The answer is" or "x ="). A box that
-anything outside it operates on (a sign, an operator, a digit, a bracket, ``^``, ``_``, ``'``, ``!``, a command such
-as ``\sqrt``, ``\neq`` or ``\pm``, a one-letter name, a value word such as "twice") scores 0.0, whatever the gold
-(``-\boxed{72}`` is not -72). Anything else around a box (working, a second value, a hedge) makes the whole context
-the answer, boxes unwrapped, judged like an unboxed answer: ``48 + 24 = \boxed{72}`` is the true chain "48 + 24 =
-72", ``\boxed{72} or 73`` is "72 or 73" (0.0). A context over ``MAX_RAW_ANSWER_CHARS`` scores 0.0.
+Prediction: the content of the last ``<answer>`` block, first judged as a whole (the rules below); without an answer
+block, the last balanced ``\boxed{...}`` of the completion, judged in its context (:mod:`.math_box`: its sentence; a
+box that anything outside it operates on, ``-\boxed{72}``, ``2 \times \boxed{72}``, ``\boxed{72} or 73``, scores
+0.0); otherwise no answer (0.0). When an answer block fails as a whole, its final statement is found and narrowed to
+the answer it states (:mod:`.math_final`): a sentence or a true chain of working that ends in one answer is credited
+("Therefore $x \geq 5$ is the solution.", "48 + 24 = 72, so the answer is \boxed{72}", a whole solution ending in
+"The final answer is $14{,}916$. I hope it is correct."), while another statement stating a different answer, a
+statement after it taking it back ("Wait, actually 73."), hedging or negating words before it, or a chain of
+working ending in the answer that does not hold ("2^6 = 72, so the answer is 72") score 0.0. Several boxes joined
+only by commas, "and" or spacing are one list answer (``\boxed{1}, \boxed{2}``; a gold written that way too).
 
-Gold (column ``answer``): a bare value (``"72"``), a GSM8K solution ending ``#### 1,234``, or LaTeX
-(``\frac{3}{4}``, ``\boxed{...}``, ``$...$``, intervals, sets, expressions).
+Gold (column ``answer``): a bare value (``"72"``), a GSM8K solution ending ``#### 1,234``, or LaTeX (its last box,
+or its boxes as a list).
 
 Scoring (``correctness`` in {0, 1}, or None):
 
-1. Normalise both sides (:mod:`.math_answer`: LaTeX delimiters, ``\boxed``, ``\text{}``/``\mathrm{}``,
-   ``\$``/currency, thousands separators (also ``5\,000``, and ``1{,}000`` when every group has 3 digits: never
-   ``7{,}2``), Markdown bold, a lead-in such as "The answer is", a single ``x =`` (never one of several: ``x=2,
-   y=3`` keeps its names), a trailing period, ``%``, degrees, and
-   trailing unit WORDS: a known unit, a compound such as ``km/h``, or a word of 4+ letters with a vowel that is
-   not a math name or a word that changes the value (``million``, ``squared``, ``minus``, number words); a single
-   letter is a variable, never a unit, so ``72x``, ``72i``, ``72 y^2`` and ``72 xyz`` stay as they are (in
-   ``\text{}`` after a number only unit letters such as ``m``, ``s``, ``h`` are units).
-2. A numeric gold (an integer, decimal, ``a/b``, ``\frac{a}{b}``, ``6.02 \times 10^{23}``) is matched by: a plain
-   number (or one of those forms), compared exactly as :class:`fractions.Fraction` (a decimal correctly rounded to
-   >= ``MIN_ROUNDED_PLACES`` = 6 places also matches a gold that has no finite decimal expansion: 1/3 ~ 0.333333,
-   never 0.333); a short sentence holding exactly one number and otherwise only words ("She earned
-   $10.": no value word, no sign before it, no letter or ``^`` glued to it, no one-letter word after it); or an
-   arithmetic expression (numbers, ``+ - * / ^``, brackets, ``\frac``, ``\sqrt``, ``\times``, ``\cdot``,
-   ``\div``) or an equation chain of them, every side of which equals the gold ("48 + 24 = 72"; "2^6 = 72" scores
-   0.0), the expressions checked by math-verify. Anything else scores 0.0.
-3. Any other gold: identical normalised strings match; a word answer ("Monday") is compared as words; a gold with
-   several named values (``x=2, y=3``) needs as many in the answer; otherwise math-verify decides (``parse`` +
-   ``verify`` on ``\boxed{...}``-wrapped strings, so "72 or 73" and "1, 2, 72" are parsed as sets, never as "the
-   last number"): fractions vs decimals, LaTeX forms, sets, intervals, expressions (``0.5x`` = ``\frac{x}{2}``,
-   ``x + x`` = ``2x``). An equation chain must hold on every side (a leading ``(x, y) =`` only names the value).
+1. Normalise both sides (:mod:`.math_answer`): LaTeX delimiters, ``\boxed``, ``\text{}``, ``\mathbf{}``/
+   ``\boldsymbol{}``, ``\cfrac``, ``{a \over b}``, currency, thousands separators (``1,000``, ``5\,000``,
+   ``1{,}000``, ``11,\!111``, ``1 000``), a decimal comma (``1000,99``, ``0,111``; never ``1,000`` or ``1,2``), Markdown
+   bold, a lead-in ("The answer is"), a single ``x =`` or ``x \in``, a trailing period, ``%``, degrees
+   (``\sin 60^\circ`` is read in degrees), and trailing unit words, never a word that changes the value
+   (``million``, ``grand``, ``thirds``, number words; ``\text{ K}``) and never a single letter (``72x``, ``72 m``).
+   A measurement unit that differs from the gold's (cents for dollars, km for cm, hours for minutes), or a set
+   for a tuple, scores 0.0 (:mod:`.math_units`); a gold with a unit accepts the bare number.
+2. A numeric gold is matched by a plain number (also ``7.2e1``, ``seventy-two``, ``72 thousand``, ``|72|``,
+   ``\{72\}``, ``6.02 \times 10^{23}``, and ``72\%`` for 0.72 or 0.72 for ``72\%``), compared exactly (a decimal
+   correctly rounded to >= ``MIN_ROUNDED_PLACES`` = 6 places also matches a gold with no finite decimal expansion:
+   1/3 ~ 0.333333, never 0.333); a short sentence holding exactly one number; or an arithmetic expression or an
+   equation chain of them, every side of which equals the gold ("48 + 24 = 72"; "2^6 = 72" scores 0.0).
+3. Any other gold: identical normalised strings; a word answer compared as words; named values (``x=2, y=3``)
+   need the names; an equation gold is compared as an equation (``y = -x/2 + 3/4`` is ``2x + 4y - 3 = 0``);
+   otherwise math-verify decides (``parse`` + ``verify`` on ``\boxed{...}``-wrapped strings, so "72 or 73" parses
+   as a set, never as "the last number"). An equation chain must hold on every side.
 
-Anti-gaming (each scores 0.0 against a gold that does not itself have the feature): several candidates ("72 or 73",
-"73 \to 72", "between 70 and 74", "73, actually 72", one number per line, "72 73"); several disagreeing boxes in the
-answer block, more than ``MAX_BOXES`` boxes in a completion, or ``\boxed{73}, \boxed{72}`` joined only by
-punctuation/"or"/an arrow (a box inside a box belongs to it: the outermost last box is the answer); a question
-mark ("72?"); a negation ("not", "never", "except", "wrong", ``\not``); a separator or hidden text (``|``,
-``\\``, ``\cr``, ``;``, ``:=``, "...", ``\equiv``, ``\bmod``, ``\therefore``, ``\hspace``, ``\phantom``,
-``\color``...); a bound ("at least 72", "over 72", "> 72", ``\leqq``, ``\gg``); an approximation ("about 72",
-"≈ 72", "~72", "near 72", "72 (rounded)") unless the gold has no finite decimal expansion (then only the >= 6
-places rounding rule can match); a box that is not the whole answer (see Prediction); a one-letter variable in
-the answer when the gold has none (``72x`` for 72). The answer is checked as a whole, never searched for a matching
-number.
+Anti-gaming (each scores 0.0 against a gold that does not itself have the feature): several candidates ("72 or
+73", "73 \to 72", "between 70 and 74", "73, actually 72", one number per line, "72 73"); disagreeing boxes; more than
+``MAX_BOXES`` boxes in a completion; a question mark; a negation ("not", "wrong", ``\not``); a separator or hidden
+text (``|``, ``\\``, ``;``, "...", ``\equiv``, ``\phantom``, ``\color``...); a bound ("at least 72", "> 72"); an
+approximation ("about 72", "≈ 72") unless the gold has no finite decimal expansion (then only the rounding rule);
+a one-letter variable in the answer when the gold has none. Matrix rows stay apart (``\\`` is never read as the
+spacing ``\ ``), so a permuted vector or a transposed matrix scores 0.0.
 
-Time bound (any input, any thread): extraction is a linear scan of the completion (cut at ``MAX_COMPLETION_CHARS``;
-finding a box's context is ``str.find``/``count`` and one single-character regex); a box's context or an extracted
-answer over ``MAX_RAW_ANSWER_CHARS`` scores 0.0 before any other regex; normalisation and the screens then run on
-that bounded text with regexes that cannot backtrack. All of this stays under ``OWN_CODE_BOUND_S`` (0.2 s,
-approached only by a 100k-character completion packed with braces; microseconds for ordinary ones). An answer that
-needs math-verify is screened first (longer than ``MAX_ANSWER_CHARS``, nesting deeper than ``MAX_NESTING``, power
-towers, huge exponents, factorials or binomials score 0.0 at once), then compared in a persistent worker process
-(``math_verify_worker.py``, see :mod:`.timed_worker`) that is killed and restarted when a comparison takes over
-``VERIFY_TIMEOUT_S`` (math-verify's own timeouts need the main thread). So one completion costs at most
-``OWN_CODE_BOUND_S`` + ``VERIFY_TIMEOUT_S`` (1.2 s), plus one worker start (importing sympy, typically 0.5-3 s,
-capped by ``WORKER_START_TIMEOUT_S``) on the first call and on the call after a kill.
+Time bound (any input, any thread): extraction and the statement scan are linear in the completion (cut at
+``MAX_COMPLETION_CHARS``); a context, statement or extracted answer over ``MAX_RAW_ANSWER_CHARS`` scores 0.0 before
+any other regex; normalisation and the screens run on that bounded text with regexes that cannot backtrack. All of
+this stays under ``OWN_CODE_BOUND_S`` (0.2 s; ``benchmarks/bench_math_reward.py`` measures it). An answer that needs
+math-verify is screened first (longer than ``MAX_ANSWER_CHARS``, nesting deeper than ``MAX_NESTING``, power towers,
+huge exponents, large or nested factorials (``(3!)!``, ``3!!``, ``(10^5)!``) or binomials score 0.0 at once), then
+compared in a persistent worker process (``math_verify_worker.py``) that is killed and restarted when a comparison
+takes over ``VERIFY_TIMEOUT_S``. A completion may need a few comparisons (one per narrowing of its final statement),
+each bounded by ``VERIFY_TIMEOUT_S``, plus one worker start on the first call and after a kill.
 
-``None`` is returned when the gold is empty/unparseable, or when the pair needs math-verify and it is not installed
-(the fast path still scores plain numbers). Parsed gold is cached (a gold repeats ``num_generations`` times).
-
-Stdlib only at module level; math-verify is used only in the worker.
+``None``: the gold is empty/unparseable, or the pair needs math-verify and it is not installed. Stdlib only here.
 """
 
 from __future__ import annotations
@@ -94,7 +81,6 @@ from .math_answer import (
     several_boxes,
     strip_delims,
     top_level_boxes,
-    unit_of,
 )
 from .math_box import box_answer, box_list, extract_prediction
 from .math_final import candidates, competing, final_statement
@@ -109,6 +95,7 @@ from .math_screens import (
     multiple_candidates,
     pathological,
 )
+from .math_units import other_quantity
 from .timed_worker import TimedWorker
 
 VERIFY_TIMEOUT_S = 1.0
@@ -298,21 +285,18 @@ def _part(part: str, gold: Gold) -> float | None:
 
 def _judge(raw: str, gold: Gold) -> float | None:
     """The extracted answer ``raw`` against the gold (the rules of the module docstring)."""
-    unit = unit_of(raw)
-    if unit is not None and unit != unit_of(gold.raw) and unit_of(gold.raw) is not None:
-        return 0.0  # "5 km" for "5 cm", "72 cents" for "\$72", "3 hours" for "3 minutes"
-    if _kind(raw) and _kind(gold.raw) and _kind(raw) != _kind(gold.raw):
-        return 0.0  # a set is no tuple: \{1, 2\} for (1, 2)
-    if "=" in gold.text and "=" in raw and not (pathological(raw) or pathological(gold.text)) and not _hedged(raw, gold):
-        if _verified(gold, [strip_delims(raw)]) == 1.0:
-            return 1.0  # an equation of the same line in another form: 2x + 4y - 3 = 0 and y = -x/2 + 3/4
-    if _LIST.search(gold.raw):
+    if other_quantity(raw, gold.raw):
+        return 0.0  # "5 km" for "5 cm", "72 cents" for "\$72", a set for a tuple
+    equation = "=" in gold.text and "=" in raw and not (pathological(raw) or pathological(gold.text))
+    if equation and not _hedged(raw, gold) and _verified(gold, [strip_delims(raw)]) == 1.0:
+        return 1.0  # an equation of the same line in another form: 2x + 4y - 3 = 0 and y = -x/2 + 3/4
+    if _LIST.search(gold.raw):  # "(5, 8) and (8, 5)" lists the answers of a gold that is a list
         raw = _AND.sub(", ", raw)
     single = _SINGLE.fullmatch(raw.strip(" $"))
     if single and gold.number is not None and as_number(normalize(single.group(1) or single.group(2))) is not None:
         raw = single.group(1) or single.group(2)  # |72| or \{72\}: the value itself, for a number gold
         if single.group(1) and raw.strip().startswith("-"):
-            return 0.0  # |-72| is 72, but an answer that writes a minus sign inside bars is no plain answer  # "(5, 8) and (8, 5)" lists the answers of a gold that is a list
+            return 0.0  # |-72| is 72, but a minus sign inside bars is no plain answer
     if multiple_candidates(raw) and not multiple_candidates(gold.raw):
         return 0.0
     if _hedged(raw, gold):
@@ -342,14 +326,6 @@ def _judge(raw: str, gold: Gold) -> float | None:
     if any(pathological(side) for side in sides) or pathological(gold.text):
         return 0.0
     return _verified(gold, sides)
-
-
-def _kind(s: str) -> str | None:
-    """"set" for ``\\{...\\}``, "tuple" for ``(a, b)``, else None (a bare list may be either)."""
-    s = strip_delims(s).replace("\\left", "").replace("\\right", "").strip()
-    if s.startswith("\\{") and s.endswith("\\}"):
-        return "set"
-    return "tuple" if s.startswith("(") and s.endswith(")") and "," in s else None
 
 
 _SINGLE = re.compile(r"\|([^|]*)\||\\\{([^{},]*)\\\}")
