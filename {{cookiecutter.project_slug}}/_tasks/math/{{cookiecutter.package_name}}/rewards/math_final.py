@@ -19,8 +19,9 @@ the final one is taken, then narrowed to the answer it states:
   another value that it names ("the number is not 10, it is 1000.99"), nor end in an equation chain that does not
   hold ("2^6 = 72, so the answer is 72").
 
-Time: one regex pass over the block (at most ``MAX_COMPLETION_CHARS``) whose tokens each start differently; the
-final statement and every candidate are then at most ``MAX_RAW_ANSWER_CHARS`` long (a longer one is no answer).
+Time: one regex pass, whose tokens each start differently, over the last ``MAX_SCANNED_CHARS`` characters of the
+block before any special token (an answer stated earlier than that in a longer block is not read); the final
+statement and every candidate are then at most ``MAX_RAW_ANSWER_CHARS`` long (a longer one is no answer).
 """
 
 from __future__ import annotations
@@ -94,9 +95,14 @@ def math_start(text: str, pos: int) -> int:
     return opened if depth else 0
 
 
+MAX_SCANNED_CHARS = 16_000  # the statements are read from the last this many characters of a block
+
+
 def final_statement(block: str) -> tuple[str, list[str], bool] | None:
     """The final statement of ``block``, the other statements, and whether a statement after the final one holds a
     value and a hedge word; None when there is no final statement within bounds."""
+    cut = block.find("<|")
+    block = block[max(0, (len(block) if cut < 0 else cut) - MAX_SCANNED_CHARS) : len(block) if cut < 0 else cut]
     spans = statements(block)
     if not spans:
         return None

@@ -70,12 +70,9 @@ from .math_answer import (
     MATH_NAMES,
     MAX_BOXES,
     MAX_RAW_ANSWER_CHARS,
-    NUMBER,
-    VALUE_WORDS,
     as_number,
     decimals,
     gold_text,
-    is_unit,
     last_boxed,
     normalize,
     several_boxes,
@@ -88,11 +85,11 @@ from .math_screens import (
     APPROX,
     ARITHMETIC,
     BOUND,
-    HEDGE_WORDS,
     NEGATION,
     SEPARATORS,
     free_letter,
     multiple_candidates,
+    number_in_prose,
     pathological,
 )
 from .math_units import other_quantity
@@ -155,12 +152,14 @@ class MathVerifyWorker(TimedWorker):
 
     def __init__(self) -> None:
         super().__init__(WORKER_SCRIPT, start_timeout=WORKER_START_TIMEOUT_S)
+        self.overruns = 0  # comparisons that ran out of time: a completion that had one tries nothing more
 
     def verify(self, gold: str, pred: str | list[str], timeout: float = VERIFY_TIMEOUT_S) -> bool | None:
         """math-verify's verdict on the normalised pair (with a list: every one equals the gold), all within one
         ``timeout``; False on timeout; None if math-verify is unavailable."""
         reply = self.call({"g": gold, "p": pred}, timeout)
         if reply is None:
+            self.overruns += self.available is not False
             return None if self.available is False else False
         return bool(reply.get("ok"))
 
@@ -169,34 +168,6 @@ WORKER = MathVerifyWorker()
 
 
 # ------------------------------------------------------------------------------------------------ reward
-
-_PROSE = re.compile(r"[A-Za-z\s.,:;'\"()-]*")
-_SHORT_WORDS = frozenset("of in on at by is as so it we he us my an for".split())
-
-
-def _number_in_prose(pred: str) -> tuple[Fraction, str] | None:
-    """The one number of a short sentence ("She earned 10"), when everything else is words and punctuation."""
-    numbers = list(NUMBER.finditer(pred))
-    if len(numbers) != 1 or HEDGE_WORDS.search(pred):
-        return None
-    m = numbers[0]
-    before, after = pred[: m.start()], pred[m.end() :]
-    if (before and before[-1].isalpha()) or (after and (after[0].isalpha() or after[0] == "^")):
-        return None  # "x72", "72x", "72i": a product, not a number in a sentence
-    words = [w.strip(".,;:'\"()").lower() for w in (before + " " + after).split()]
-    near = [w.strip(".,;:'\"()").lower() for w in before.split()[-3:] + after.split()[:2]]
-    if any(w in MATH_NAMES for w in words) or any(w in VALUE_WORDS for w in near):
-        return None  # "72 pi", "sqrt 72", "minus 72", "72 million"
-    if re.search(r"[-+]\s*\(?\s*$", before):
-        return None  # "-(72)": a sign the number does not carry
-    nxt = after.split()[0].strip(".,;:'\"()") if after.split() else ""
-    if nxt and not is_unit(nxt) and nxt.lower() not in _SHORT_WORDS:
-        return None  # "72 x", "72 xyz": a name after the number that is no unit word is a variable
-    if not _PROSE.fullmatch(before + " " + after):
-        return None
-    value = as_number(m.group(0))
-    return (value, m.group(0)) if value is not None else None
-
 
 def _hedged(raw: str, gold: Gold) -> bool:
     """A question, a negation, a separator, a bound or an approximation the gold does not make itself."""
@@ -225,24 +196,28 @@ def score(completion_text: str, gold_cell: object) -> float | None:
     answer = extract_answer(completion_text)
     raw = extract_prediction(completion_text)
     region = answer if answer is not None else completion_text
+    overruns = WORKER.overruns
     if raw is None or len(raw) > MAX_RAW_ANSWER_CHARS or several_boxes(region, answer_block=answer is not None):
         whole: float | None = 0.0
     else:
         whole = _judge(raw, gold)
-    if whole != 0.0 or answer is None:
+    if whole != 0.0 or answer is None or WORKER.overruns != overruns:
         return whole
-    return _final(answer, gold)
+    return _final(answer, gold, raw)
 
 
 _IN_BOX = re.compile(r"(?<![A-Za-z\\])([A-Za-z])\s*\\in\s*\\boxed")
 
 
-def _final(block: str, gold: Gold) -> float | None:
+def _final(block: str, gold: Gold, judged: str | None) -> float | None:
     """The block's final statement, narrowed to its answer (:mod:`.math_final`), when the block as a whole fails."""
     found = final_statement(block)
     if found is None or competing(*found):
         return 0.0
+    overruns = WORKER.overruns
     for answer, head in candidates(found[0]):
+        if answer.strip() == (judged or "").strip() or WORKER.overruns != overruns:
+            continue  # judged already, or a comparison ran out of time: nothing more is tried
         clauses = [c for c in _CLAUSE.split(head) if c and "=" in c]
         if clauses and not _holds(clauses[-1], gold):
             continue  # "2^6 = 72, so the answer is 72": the working before the answer must hold
@@ -351,7 +326,7 @@ def _numeric(gold: Gold, pred: str) -> float | None:
     value = as_number(pred)
     if value is not None:
         return 1.0 if numbers_equal(gold.number, value, pred) else 0.0
-    prose = _number_in_prose(pred)
+    prose = number_in_prose(pred)
     if prose is not None:
         return 1.0 if numbers_equal(gold.number, *prose) else 0.0
     rest = []
