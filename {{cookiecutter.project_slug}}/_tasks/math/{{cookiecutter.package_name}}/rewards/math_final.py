@@ -27,6 +27,7 @@ statement and every candidate are then at most ``MAX_RAW_ANSWER_CHARS`` long (a 
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 
 from .math_answer import MAX_RAW_ANSWER_CHARS, VALUE_WORDS, as_number, normalize, top_level_boxes
 from .math_screens import APPROX, BOUND, HEDGE_WORDS, NEGATION
@@ -45,8 +46,8 @@ _HEDGE_BEFORE = re.compile(
     re.IGNORECASE,
 )
 _NEGATED = re.compile(r"\b(?:not|no|never|isn'?t|wasn'?t|neither|nor)\b|\\neq|\\not|≠", re.IGNORECASE)
-_BARE_VALUE = re.compile(r"[\s$\\()\[\]{}]*[-+]?[\d.,]+[\s$\\()\[\]{}.]*")
-_ALNUM = re.compile(r"[A-Za-z\d]")
+_BARE_VALUE = re.compile(r"[\s$\\()\[\]{}]*[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?[\s$\\()\[\]{}.]*")  # "7,14" lists
+_PHRASE = re.compile(r"[A-Za-z]{2,}\s+[A-Za-z]{2,}\s+[A-Za-z]{2,}")  # three words: prose, not a stated value
 _ENUMERATOR = re.compile(r"\s*\d{1,2}[.)]\s*")  # "1." heading a step
 _VALUE = re.compile(r"\d|\\(?:frac|sqrt|pi|infty|begin|boxed)|\$")
 
@@ -55,7 +56,12 @@ def statements(block: str) -> list[tuple[int, int]]:
     """``(start, end)`` of each statement of ``block`` (see the module docstring), in order."""
     out: list[tuple[int, int]] = []
     start, dollars, display, env = 0, 0, 0, 0
+    boxes = top_level_boxes(block)
+    box_starts = [pos for pos, _, _ in boxes]
     for m in _TOKENS.finditer(block):
+        k = bisect_right(box_starts, m.start()) - 1
+        if k >= 0 and m.start() <= boxes[k][2]:
+            continue  # inside a box: "\\boxed{\n\\begin{pmatrix}...}" is one statement
         token = m.group(0)
         if token == "<|":
             break
@@ -132,7 +138,8 @@ def stated_value(statement: str) -> str | None:
     lead = _last(LEAD_IN, statement)
     if lead is not None:
         value = normalize(statement[lead.end() :])
-        return value if _ALNUM.search(value) else None  # "**Final Answer**" heads what follows
+        # "**Final Answer**" heads what follows; "the answer is the number of multiples of 7" names no value
+        return value if _VALUE.search(value) and not _PHRASE.search(value) else None
     if _BARE_VALUE.fullmatch(statement) and not _ENUMERATOR.fullmatch(statement):
         return normalize(statement)
     return None
