@@ -744,6 +744,11 @@ FINAL_ANSWER = [
     ("72", "72 cm", 1.0),  # a gold with a unit, a prediction without
     ("$y = -\\frac{1}{2}x + \\frac{3}{4}$", "$2x + 4y - 3 = 0$", 1.0),  # the same line in another form
     ("$y = -\\frac{1}{2}x + 1$", "$2x + 4y - 3 = 0$", 0.0),
+    ("So $x = \\boxed{72} + 1$.", "72", 0.0),  # the box ends no chain: something follows it
+    ("So $x = \\boxed{72}^2$.", "72", 0.0),
+    ("Then $129^{34} + 96^{38} \\equiv \\boxed{9} \\pmod{11}$.", "9", 1.0),
+    ("So $2(x-1) = 0 \\Rightarrow \\boxed{x = 1}$.", "x = 1", 1.0),
+    ("\\[ 12 \\div 2 = 6 \\] for a quotient of $\\boxed{6}$.", "6", 1.0),
 ]
 
 # Unearned credit: each scores 0, and its right sibling 1

@@ -47,6 +47,10 @@ _HEDGE_BEFORE = re.compile(
 )
 _NEGATED = re.compile(r"\b(?:not|no|never|isn'?t|wasn'?t|neither|nor)\b|\\neq|\\not|≠", re.IGNORECASE)
 _BARE_VALUE = re.compile(r"[\s$\\()\[\]{}]*[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?[\s$\\()\[\]{}.]*")  # "7,14" lists
+# what may link the chain of a math span to the box that ends it, and what may follow that box
+_LINK = re.compile(r"(?:=|\\Rightarrow|\\implies|\\equiv)\s*$")
+_CLOSED = re.compile(r"(?:\s|[.,;$]|\\\]|\\\)|\\end\{[A-Za-z*]*\}|\\pmod\{\d+\}|\(\s*mod\s*\d+\s*\))*")
+_MOD = re.compile(r"\\pmod|\bmod\b")
 _PHRASE = re.compile(r"[A-Za-z]{2,}\s+[A-Za-z]{2,}\s+[A-Za-z]{2,}")  # three words: prose, not a stated value
 _ENUMERATOR = re.compile(r"\s*\d{1,2}[.)]\s*")  # "1." heading a step
 _VALUE = re.compile(r"\d|\\(?:frac|sqrt|pi|infty|begin|boxed)|\$")
@@ -213,8 +217,16 @@ def candidates(statement: str) -> list[tuple[str, str]]:
     if boxes:  # "$f(0) = \frac{3}{2} - 1 = \boxed{\frac{1}{2}}$": the box ends the chain of its math
         pos, a, b = boxes[-1]
         chain = statement[math_start(statement, pos) : pos]
-        if chain.rstrip().endswith("="):
-            out.append((statement[a:b], chain))
+        link = _LINK.search(chain)
+        equal = link is not None and link.group(0).strip() == "="
+        congruence = link is not None and link.group(0).strip() == "\\equiv"
+        if link is not None and _CLOSED.fullmatch(statement, b + 1) and (congruence or not _MOD.search(statement)):
+            # "\\Rightarrow" ends a derivation, "\\equiv" a congruence: their sides are not equal to the answer, so
+            # only an "=" chain's working is checked
+            out.append((statement[a:b], chain[: link.start()] + "=" if equal else ""))
+        shown = statement.rfind("\\]", 0, pos)
+        if shown > 0:  # "\\[ ...working... \\] for a quotient of $\\boxed{204_5}$."
+            out.append((statement[shown + 2 :], ""))
     for answer, head in list(out):
         span = _framed_span(answer)
         if span is not None:
