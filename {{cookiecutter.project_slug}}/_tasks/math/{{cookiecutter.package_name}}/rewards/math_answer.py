@@ -154,6 +154,7 @@ _SCIENTIFIC = re.compile(
     r"(?:\{\s*(?P<e>[-+]?\d{1," + str(MAX_EXPONENT_DIGITS) + r"})\s*\}|(?P<e1>\d))"
 )
 _SPACES = re.compile(r"\\\\|\\[,;:! ]|\\quad|\\qquad|~")  # a row break "\\\\" first: "\\\\ 2" is no "\\ "
+_VAR_IN = re.compile(r"^[A-Za-z]\s*\\in(?![A-Za-z])\s*")
 _VAR_ASSIGN = re.compile(r"[a-zA-Z]\s*=\s*(?=[-+\d.\\])")
 _UNIT_WORD = re.compile(r"[A-Za-z]+(?:\^\{?[23]\}?)?(?:/[A-Za-z]+(?:\^\{?[23]\}?)?)?")
 _ALPHA = re.compile(r"[A-Za-z]+")
@@ -287,6 +288,7 @@ def normalize(s: str) -> str:
     s = _BRACED_COMMA.sub(",", s)  # "1{,}000" -> "1,000", a number only when every group has 3 digits
     s = _SPACES.sub(_space, s)
     s = s.replace("\\left", "").replace("\\right", "").replace("\\displaystyle", "").strip()
+    s = _VAR_IN.sub("", s)  # "x \\in [-2, 7]": the set itself
     assign = _VAR_ASSIGN.match(s)
     if assign and not _VAR_ASSIGN.search(s, assign.end()):  # "x = 3" -> "3"; never "x = 2, y = 3" -> "2, y = 3"
         s = s[assign.end() :]
