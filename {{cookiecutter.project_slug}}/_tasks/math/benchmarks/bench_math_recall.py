@@ -4,14 +4,18 @@ Run from the project root: ``python benchmarks/bench_math_recall.py [--show-all]
 
 The cases are ``benchmarks/math_verify_cases.jsonl`` (extracted from the ``tests/`` of
 https://github.com/huggingface/Math-Verify by ``extract_math_verify_cases.py``; its first line names the commit and
-the licence): 232 positives (the suite expects the prediction to match the gold) and 38 negatives.
+the licence): 232 positives (the suite expects the prediction to match the gold) and 38 negatives. The 232 are
+the 230 literal rows of the ``parametrize`` lists whose names include a gold and a prediction, the one row written
+as an f-string (``test_float_precision``) and the one ``compare_strings(...) == 1`` written out in
+``test_precision``; the 38 negatives are the rows expecting 0.
 
 - project: each prediction is the content of the answer block of a completion
   (``<reasoning>..</reasoning><answer>PRED</answer>``), the gold is the row's ``answer``, scored by
   ``correctness``; a second figure puts the prediction as the whole completion (no tags: only a ``\\boxed{}`` is
   an answer there).
 - raw math-verify: ``verify(parse(gold), parse(pred))`` run as the suite runs it (its ``match_types``,
-  ``precision``, ``strict`` and ``allow_set_relation_comp`` per case), in this process.
+  ``precision``, ``strict`` and ``allow_set_relation_comp`` per case), in this process; and with math-verify's
+  defaults (which refuse the suite's reduced-precision, non-strict and set-relation cases: 227/232).
 
 Prints recall (positives credited / positives) and false credit (negatives credited / negatives) for both, then
 every refused positive with the reward's reason, and every negative credited. A positive the reward refuses on

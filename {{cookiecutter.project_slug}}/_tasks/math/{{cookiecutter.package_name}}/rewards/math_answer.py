@@ -148,7 +148,7 @@ _FRACTION = re.compile(
 )
 _TEXT_CMD_END = re.compile(_TEXT_NAMES + r"\{[^{}]*\}$")
 _THIN_THOUSANDS = re.compile(r"(?<=\d)\\,(?=\d{3}(?!\d))")
-_BRACED_COMMA = re.compile(r"(?<=\d)\{,\}(?=\d{3}(?!\d))")  # LaTeX's thousands separator: 1{,}000{,}000
+_BRACED_COMMA = re.compile(r"(?<=\d) ?\{ ?, ?\} ?(?=\d{3}(?!\d))")  # LaTeX's thousands separator: 1{,}000{,}000
 _SCIENTIFIC = re.compile(
     r"(?P<m>[-+]?(?:\d+(?:\.\d+)?|\.\d+))\s*(?:\\times|\\cdot|×|\*)\s*10\s*\^\s*"
     r"(?:\{\s*(?P<e>[-+]?\d{1," + str(MAX_EXPONENT_DIGITS) + r"})\s*\}|(?P<e1>\d))"

@@ -126,7 +126,12 @@ def final_statement(block: str) -> tuple[str, list[str], bool] | None:
         index = next((i for i in range(len(texts) - 1, -1, -1) if LEAD_IN.search(texts[i])), -1)
     if index < 0:
         index = next((i for i in range(len(texts) - 1, -1, -1) if _VALUE.search(texts[i])), -1)
-    if index < 0 or len(texts[index]) > MAX_RAW_ANSWER_CHARS:
+    if index < 0:
+        return None
+    lead = _last(LEAD_IN, texts[index]) if len(texts[index]) > MAX_RAW_ANSWER_CHARS else None
+    if lead is not None:  # a statement that runs on (unbalanced math): from its last lead-in
+        texts[index] = texts[index][lead.start() :]
+    if len(texts[index]) > MAX_RAW_ANSWER_CHARS:
         return None
     retracted = any(_VALUE.search(t) and _HEDGE_BEFORE.search(t) for t in texts[index + 1 :])
     return texts[index], texts[:index] + texts[index + 1 :], retracted
