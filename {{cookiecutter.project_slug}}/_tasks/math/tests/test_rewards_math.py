@@ -744,6 +744,9 @@ FINAL_ANSWER = [
     ("72", "72 cm", 1.0),  # a gold with a unit, a prediction without
     ("$y = -\\frac{1}{2}x + \\frac{3}{4}$", "$2x + 4y - 3 = 0$", 1.0),  # the same line in another form
     ("$y = -\\frac{1}{2}x + 1$", "$2x + 4y - 3 = 0$", 0.0),
+    ("It is worth $\\boxed{\\$16,\\!386.20}$ at the end of the 5-year period.", "16386.20", 1.0),
+    ("It is $\\boxed{72}$ or 73 after 5 years.", "72", 0.0),
+    ("It is $\\boxed{72}$ after about 5 years, or 73.", "72", 0.0),
     ("So $x = \\boxed{72} + 1$.", "72", 0.0),  # the box ends no chain: something follows it
     ("So $x = \\boxed{72}^2$.", "72", 0.0),
     ("Then $129^{34} + 96^{38} \\equiv \\boxed{9} \\pmod{11}$.", "9", 1.0),

@@ -50,6 +50,8 @@ _BARE_VALUE = re.compile(r"[\s$\\()\[\]{}]*[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\
 # what may link the chain of a math span to the box that ends it, and what may follow that box
 _LINK = re.compile(r"(?:=|\\Rightarrow|\\implies|\\equiv)\s*$")
 _CLOSED = re.compile(r"(?:\s|[.,;$]|\\\]|\\\)|\\end\{[A-Za-z*]*\}|\\pmod\{\d+\}|\(\s*mod\s*\d+\s*\))*")
+_MATH_CLOSER = re.compile(r"\$\$|(?<!\\)\$|\\\]|\\\)")
+_COMPLEMENT = re.compile(r"\s*(?:at|in|after|for|on|during|by|per|each|every|of)\s", re.IGNORECASE)
 _MOD = re.compile(r"\\pmod|\bmod\b")
 _PHRASE = re.compile(r"[A-Za-z]{2,}\s+[A-Za-z]{2,}\s+[A-Za-z]{2,}")  # three words: prose, not a stated value
 _ENUMERATOR = re.compile(r"\s*\d{1,2}[.)]\s*")  # "1." heading a step
@@ -229,6 +231,10 @@ def candidates(statement: str) -> list[tuple[str, str]]:
             # "\\Rightarrow" ends a derivation, "\\equiv" a congruence: their sides are not equal to the answer, so
             # only an "=" chain's working is checked
             out.append((statement[a:b], chain[: link.start()] + "=" if equal else ""))
+        closer = _MATH_CLOSER.search(statement, b + 1)
+        tail = statement[closer.end() :] if closer else ""
+        if closer and _COMPLEMENT.match(tail) and _plain_predicate(tail):  # "$\\boxed{72}$ after 5 years."
+            out.append((statement[: closer.end()], ""))
         shown = statement.rfind("\\]", 0, pos)
         if shown > 0:  # "\\[ ...working... \\] for a quotient of $\\boxed{204_5}$."
             out.append((statement[shown + 2 :], ""))
