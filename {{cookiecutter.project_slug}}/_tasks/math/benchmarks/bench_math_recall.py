@@ -37,9 +37,10 @@ PKG = next(p.parent.parent.name for p in ROOT.glob("*/rewards/__init__.py"))
 math_task = importlib.import_module(f"{PKG}.rewards.task")
 CASES = Path(__file__).with_name("math_verify_cases.jsonl")
 
-# (test, pred) -> why the reward refuses this positive of the suite on purpose
+# (test, the prediction's first 60 characters) -> why the reward refuses this positive of the suite on purpose
 _PRECISION = "an approximation below the documented precision (a decimal matches 1/3 from 6 places on)"
 _CHAIN = "a false chain: every side of an equation chain must equal the answer"
+_ROUNDED = "stated as rounded ('Rounded to the nearest cent', 'approximately') for a gold with a finite expansion"
 _NAMES = "a gold with several named values needs the names (which value is which)"
 REFUSED_ON_PURPOSE: dict[tuple[str, str], str] = {
     ("test_precision", "0.3333$"): _PRECISION,
@@ -57,6 +58,10 @@ REFUSED_ON_PURPOSE: dict[tuple[str, str], str] = {
     ("test_numina_cases", "$\\boxed{4, 5}$"): _NAMES,
     ("test_numina_cases", "$(5,2),(7,2)$"): _NAMES,
     ("test_numina_cases", "$\\boxed{-5, \\frac{14}{3}}$"): _NAMES,
+    ("test_math_extraction_edge_cases", "To find the value of her investment after 5 years, we can us"): _ROUNDED,
+    ("test_math_extraction_edge_cases", "When interest is compounded quarterly, the interest is appli"): _ROUNDED,
+    ("test_math_extraction_additional_cases", "The formula for compound interest is $A = P\\left(1 + \\frac{r"):
+        _ROUNDED,
 }
 
 
@@ -112,13 +117,13 @@ def main() -> None:
     print(summary("raw math-verify (the suite's own settings)", cases, raw))
     print(summary("raw math-verify (defaults: verify(parse, parse))", cases, default))
     refused = [c for c, s in zip(cases, block, strict=True) if c["expected"] == 1 and s != 1.0]
-    on_purpose = sum((c["test"], c["pred"]) in REFUSED_ON_PURPOSE for c in refused)
+    on_purpose = sum((c["test"], c["pred"][:60]) in REFUSED_ON_PURPOSE for c in refused)
     print(f"refused positives: {len(refused)}, of which on purpose {on_purpose}, "
           f"not on purpose {len(refused) - on_purpose}")
     print("\nrefused positives (prediction in the answer block):")
     for case, s, r in zip(cases, block, raw, strict=True):
         if case["expected"] == 1 and s != 1.0:
-            key = (case["test"], case["pred"])
+            key = (case["test"], case["pred"][:60])
             why = REFUSED_ON_PURPOSE.get(key) or "not credited, not on purpose (a reading the reward lacks)"
             print(f"  [{case['test']}] gold={case['gold']!r} pred={case['pred'][:120]!r} raw={int(r)}\n      {why}")
     print("\ncredited negatives:")
