@@ -62,6 +62,11 @@ HOSTILE = [
     "\\boxed{" + "{}" * 49_000,  # one box, 98k braces to pair
     "x. " * 33_000 + "\\boxed{72}",  # the last box's sentence and display (math_box)
     "$$" * 49_000 + "\\boxed{72}$$",
+    "The answer is 72. " * 5_500,  # the final statement of an answer block (math_final): many competing statements
+    "\\boxed{72}. " * 60 + "x. " * 30_000,
+    "\\(" * 30_000 + "\\boxed{72}",
+    "72.\n" * 24_000,
+    "it is " * 160 + "72",
 ]
 
 

@@ -159,6 +159,10 @@ PATHOLOGICAL = [
     "(" * 5000 + "1" + ")" * 5000,
     "x" * 50_000,
     "\\sqrt{" * 100 + "2" + "}" * 100,
+    "((3!)!)!",  # nested factorials: screened at once, never a verifier kill and restart
+    "(5!)!",
+    "3!!!",
+    "(10^{5})!",
 ]
 
 
@@ -417,7 +421,6 @@ BOX_NOT_WHOLE = [
     "about \\boxed{72}",
     "at least \\boxed{72}",
     "\\boxed{72}?",
-    "Answer: \\boxed{72}\n\nExplanation: 48 + 24 = 72",
     "-\\boxed{72}",  # operated on
     "{-}\\boxed{72}",
     "\u2212\\boxed{72}",
@@ -691,3 +694,99 @@ def test_box_spam_scores_zero_at_once() -> None:
     cap = answer_module.MAX_BOXES
     assert correctness(completions=["step \\boxed{1}, " * (cap - 1) + "so \\boxed{72}"], answer=["72"]) == [1.0]
     assert correctness(completions=["step \\boxed{1}, " * cap + "so \\boxed{72}"], answer=["72"]) == [0.0]
+
+
+def _pm(rows: str) -> str:
+    return "\\begin{pmatrix}" + rows + "\\end{pmatrix}"
+
+
+# (answer block, gold, score): the final answer found in working and prose, notations read, and what stays refused
+FINAL_ANSWER = [
+    ("Therefore $x \\geq 5$ is the solution.", "$x >= 5$", 1.0),
+    ("48 + 24 = 72, so the answer is \\boxed{72}", "72", 1.0),
+    ("Answer: \\boxed{72}\n\nExplanation: 48 + 24 = 72", "72", 1.0),
+    ("First 48 + 24 = 72.\nSo the total is 72 clips.\nI hope it is correct.", "72", 1.0),
+    ("$f(1) = \\frac{3}{2} - 1 = \\boxed{\\frac{1}{2}}$", "0.5", 1.0),
+    ("The final answer is $14{,}916$. I hope it is correct.", "14916", 1.0),
+    ("Thus, the values of \\( k \\) are: \\[ \\boxed{[-4, 0]} \\]", "[-4, 0]", 1.0),
+    ("2^6 = 72, so the answer is \\boxed{72}", "72", 0.0),  # the working's chain ends in the answer: it must hold
+    ("$x = 5 + 5 + 1 = 7 = 11$", "11", 0.0),  # a false chain
+    ("The answer is 73. The answer is 72.", "72", 0.0),  # two answers stated
+    ("The answer is 72. Wait, actually 73.", "72", 0.0),  # taken back
+    ("72\n\n73", "73", 0.0),
+    ("It is 73, or maybe it is 72.", "72", 0.0),
+    ("It is not the case that the answer is 72.", "72", 0.0),
+    ("72 is wrong", "72", 0.0),
+    ("The answer is about 72.", "72", 0.0),
+    ("\\boxed{1}, \\boxed{2}", "\\{1, 2\\}", 1.0),  # several boxes forming one answer
+    ("\\boxed{1} and \\boxed{2}", "\\boxed{1} and \\boxed{2}", 1.0),  # a gold written that way
+    ("\\boxed{1} or \\boxed{2}", "\\{1, 2\\}", 0.0),
+    ("\\boxed{73}, \\boxed{72}", "72", 0.0),
+    ("x \\in \\boxed{[0, 1)}", "[0, 1)", 1.0),
+    ("\\cfrac{1}{3}", "1/3", 1.0),
+    ("{1 \\over 3}", "1/3", 1.0),
+    ("\\mathbf{72}", "72", 1.0),
+    ("\\boldsymbol{72}", "72", 1.0),
+    ("11,\\!111,\\!100", "11111100", 1.0),
+    ("1 000", "1000", 1.0),
+    ("1000,99", "1000.99", 1.0),  # a decimal comma, in the prediction or the gold
+    ("0.111", "0,111", 1.0),
+    ("7.2e1", "72", 1.0),
+    ("seventy-two", "72", 1.0),
+    ("72 thousand", "72000", 1.0),
+    ("|72|", "72", 1.0),
+    ("\\{72\\}", "72", 1.0),
+    ("\\sin 60^\\circ", "\\frac{\\sqrt{3}}{2}", 1.0),
+    ("72\\%", "0.72", 1.0),
+    ("0.72", "72\\%", 1.0),
+    ("28 pct", "28\\%", 1.0),
+    ("\\boxed{72}.\n\\end{align*}", "72", 1.0),
+    ("72", "72 cm", 1.0),  # a gold with a unit, a prediction without
+    ("$y = -\\frac{1}{2}x + \\frac{3}{4}$", "$2x + 4y - 3 = 0$", 1.0),  # the same line in another form
+    ("$y = -\\frac{1}{2}x + 1$", "$2x + 4y - 3 = 0$", 0.0),
+    ("It is worth $\\boxed{\\$16,\\!386.20}$ at the end of the 5-year period.", "16386.20", 1.0),
+    ("It is $\\boxed{72}$ or 73 after 5 years.", "72", 0.0),
+    ("It is $\\boxed{72}$ after about 5 years, or 73.", "72", 0.0),
+    ("So $x = \\boxed{72} + 1$.", "72", 0.0),  # the box ends no chain: something follows it
+    ("So $x = \\boxed{72}^2$.", "72", 0.0),
+    ("Then $129^{34} + 96^{38} \\equiv \\boxed{9} \\pmod{11}$.", "9", 1.0),
+    ("So $2(x-1) = 0 \\Rightarrow \\boxed{x = 1}$.", "x = 1", 1.0),
+    ("\\[ 12 \\div 2 = 6 \\] for a quotient of $\\boxed{6}$.", "6", 1.0),
+]
+
+# Unearned credit: each scores 0, and its right sibling 1
+UNEARNED = [
+    (_pm("3 \\\\ 2 \\\\ 1"), _pm("1 \\\\ 2 \\\\ 3")),  # a permuted vector: rows never collapse into one
+    (_pm("1 & 3 \\\\ 2 & 4"), _pm("1 & 2 \\\\ 3 & 4")),  # a transposed matrix
+    ("72 grand", "72"),  # words that change the value are no units
+    ("72 thirds", "72"),
+    ("72\\text{ K}", "72"),
+    ("72 thousand", "72"),
+    ("72 cents", "\\$72"),  # a unit that differs from the gold's
+    ("72 km", "72 cm"),
+    ("72 hours", "72 minutes"),
+    ("5\\text{ km}", "5\\text{ cm}"),
+    ("\\{1, 2\\}", "(1, 2)"),  # a set is no tuple
+    ("(1, 2)", "\\{1, 2\\}"),
+]
+RIGHT_SIBLINGS = {"72": "72", "\\$72": "72 dollars", "72 cm": "72\\text{ cm}", "72 minutes": "72 min",
+                  "5\\text{ cm}": "5 cm", "(1, 2)": "(1, 2)", "\\{1, 2\\}": "\\{2, 1\\}"}
+
+
+def test_final_answer_notations_and_hedges_in_one_call() -> None:
+    golds = [gold for _, gold, _ in FINAL_ANSWER]
+    got = correctness(completions=[wrap(pred) for pred, _, _ in FINAL_ANSWER], answer=golds)
+    pairs = zip(FINAL_ANSWER, got, strict=True)
+    wrong = [(pred, gold, want, score) for (pred, gold, want), score in pairs if score != want]
+    assert not wrong
+
+
+def test_unearned_credit_scores_zero_beside_a_right_sibling() -> None:
+    preds, golds, want = [], [], []
+    for pred, gold in UNEARNED:
+        sibling = RIGHT_SIBLINGS.get(gold, gold)
+        preds += [pred, sibling]
+        golds += [gold, gold]
+        want += [0.0, 1.0]
+    got = correctness(completions=[wrap(p) for p in preds], answer=golds)
+    assert list(zip(preds, golds, got, strict=True)) == list(zip(preds, golds, want, strict=True))

@@ -148,12 +148,13 @@ _FRACTION = re.compile(
 )
 _TEXT_CMD_END = re.compile(_TEXT_NAMES + r"\{[^{}]*\}$")
 _THIN_THOUSANDS = re.compile(r"(?<=\d)\\,(?=\d{3}(?!\d))")
-_BRACED_COMMA = re.compile(r"(?<=\d)\{,\}(?=\d{3}(?!\d))")  # LaTeX's thousands separator: 1{,}000{,}000
+_BRACED_COMMA = re.compile(r"(?<=\d) ?\{ ?, ?\} ?(?=\d{3}(?!\d))")  # LaTeX's thousands separator: 1{,}000{,}000
 _SCIENTIFIC = re.compile(
     r"(?P<m>[-+]?(?:\d+(?:\.\d+)?|\.\d+))\s*(?:\\times|\\cdot|×|\*)\s*10\s*\^\s*"
     r"(?:\{\s*(?P<e>[-+]?\d{1," + str(MAX_EXPONENT_DIGITS) + r"})\s*\}|(?P<e1>\d))"
 )
-_SPACES = re.compile(r"\\[,;:! ]|\\quad|\\qquad|~")
+_SPACES = re.compile(r"\\\\|\\[,;:! ]|\\quad|\\qquad|~")  # a row break "\\\\" first: "\\\\ 2" is no "\\ "
+_VAR_IN = re.compile(r"^[A-Za-z]\s*\\in(?![A-Za-z])\s*")
 _VAR_ASSIGN = re.compile(r"[a-zA-Z]\s*=\s*(?=[-+\d.\\])")
 _UNIT_WORD = re.compile(r"[A-Za-z]+(?:\^\{?[23]\}?)?(?:/[A-Za-z]+(?:\^\{?[23]\}?)?)?")
 _ALPHA = re.compile(r"[A-Za-z]+")
@@ -161,9 +162,10 @@ _ALPHA = re.compile(r"[A-Za-z]+")
 KNOWN_UNITS = frozenset(
     "cm mm km nm um kg mg ml mL dl cl kl ft yd mi lb lbs oz hr hrs min mins sec secs ms us ns mph kph kmh "
     "kmph cc sq cu km2 kW kw MW mW kJ kj mA mV kV Hz hz GB MB KB kB TB Gb Mb pt qt gal pcs pc yr yrs wk wks "
-    "am pm AM PM st nd rd th deg men kids cars toys eggs pens cups boys days hours".split()
+    "pct am pm AM PM st nd rd th deg men kids cars toys eggs pens cups boys days hours".split()
 )
-SINGLE_LETTER_UNITS = frozenset("m s h g l L K N J W V A".split())  # only inside a compound such as m/s, km/h
+# only inside a compound such as m/s, km/h; never K (kelvin, or a thousand?)
+SINGLE_LETTER_UNITS = frozenset("m s h g l L N J W V A".split())
 MATH_NAMES = frozenset(
     "sin cos tan cot sec csc arcsin arccos arctan sinh cosh tanh log ln lg exp sqrt pi lim max det mod gcd lcm "
     "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron rho sigma tau upsilon phi "
@@ -178,7 +180,9 @@ VALUE_WORDS = frozenset(
     "thousands million millions billion billions trillion trillions tenth tenths hundredth hundredths thousandth "
     "thousandths millionth millionths dozen dozens half halves double doubled twice "
     "thrice triple tripled quadruple plus minus negative positive divided multiplied squared cubed root roots "
-    "power powers inverse reciprocal factorial base binary octal hex hexadecimal".split()
+    "power powers inverse reciprocal factorial base binary octal hex hexadecimal grand thou lakh lakhs crore "
+    "crores gross score scores thirds third quarters quarter fourths fourth fifths fifth sixths sixth sevenths "
+    "seventh eighths eighth ninths ninth bn mn".split()
 )
 
 
@@ -188,7 +192,7 @@ def is_unit(token: str) -> bool:
         return False
     words = _ALPHA.findall(token)
     if len(words) == 1:
-        return _unit_word(words[0])
+        return _unit_word(words[0]) or (words[0] in ("m", "cm", "km", "mm") and "^" in token)  # m^2
     return all(_unit_word(w) or w in SINGLE_LETTER_UNITS for w in words)
 
 
@@ -222,7 +226,7 @@ def strip_unit_tail(s: str) -> str:
     return s
 
 
-def _strip_delims(s: str) -> str:
+def strip_delims(s: str) -> str:
     changed = True
     while changed:
         changed = False
@@ -253,20 +257,38 @@ def _text_command(match: re.Match[str]) -> str:
     return " " + match.group(1) + " "
 
 
+_BOLD = re.compile(r"\\(?:mathbf|boldsymbol|bm|mathit|mathsf)\s*\{([^{}]*)\}")
+_OVER = re.compile(r"\{([^{}]*)\\over(?![A-Za-z])([^{}]*)\}")
+_SEPARATED_THOUSANDS = re.compile(r"(?<=\d),\\!\s*(?=\d{3}(?!\d))")  # 11,\!111,\!100
+
+
+_TRIG_DEGREES = re.compile(r"\\(sin|cos|tan|cot|sec|csc)\s*\(?\{?\s*(\d+(?:\.\d+)?)\s*\}?\s*(?:\^\s*\{?\\circ\}?|°)\)?")
+_UNIT_POWER = re.compile(r"(\\(?:text|mathrm|mbox)\s*\{\s*[A-Za-z]+\s*)\}\s*\^\s*\{?([23])\}?")
+SPACED_THOUSANDS = re.compile(r"[-+]?\d{1,3}(?: \d{3})+(?:\.\d+)?")
+_DECIMAL_COMMA = re.compile(r"([-+]?\d+),(\d+)")
+
+
+def _space(m: re.Match[str]) -> str:
+    return m.group(0) if m.group(0) == "\\\\" else " "
+
+
 def normalize(s: str) -> str:
     """Canonical surface form of an answer string (see ``math_task``)."""
-    s = s.strip().replace("\u2212", "-")  # the Unicode minus sign
+    s = s.strip().replace("\u2212", "-").replace("\\cfrac", "\\frac")  # the Unicode minus sign; \cfrac
+    s = s.replace("²", "^2").replace("³", "^3")
+    s = _OVER.sub(r"\\frac{\1}{\2}", _BOLD.sub(r"\1", _SEPARATED_THOUSANDS.sub(",", s)))
     if len(s) > 4 and s.startswith("**") and s.endswith("**"):  # Markdown bold around the whole answer
         s = s[2:-2].strip()
     lead = _LEAD_IN.match(s)
     if lead:
         s = s[lead.end() :]
-    s = _strip_delims(s)
-    s = _TEXT_CMD.sub(_text_command, s)
+    s = strip_delims(s)
+    s = _TEXT_CMD.sub(_text_command, _UNIT_POWER.sub(r"\1^\2}", s))  # "15\mbox{ cm}^2": the unit and its power
     s = _THIN_THOUSANDS.sub("", s)  # "5\,000" -> "5000"
     s = _BRACED_COMMA.sub(",", s)  # "1{,}000" -> "1,000", a number only when every group has 3 digits
-    s = _SPACES.sub(" ", s)
+    s = _SPACES.sub(_space, s)
     s = s.replace("\\left", "").replace("\\right", "").replace("\\displaystyle", "").strip()
+    s = _VAR_IN.sub("", s)  # "x \\in [-2, 7]": the set itself
     assign = _VAR_ASSIGN.match(s)
     if assign and not _VAR_ASSIGN.search(s, assign.end()):  # "x = 3" -> "3"; never "x = 2, y = 3" -> "2, y = 3"
         s = s[assign.end() :]
@@ -275,7 +297,13 @@ def normalize(s: str) -> str:
     if s.endswith("%"):
         s = s[:-2] if s.endswith("\\%") else s[:-1]
     s = strip_unit_tail(s.strip()) if NUMBER.search(s) else s
+    s = _TRIG_DEGREES.sub(r"\\\1(\\frac{\2\\pi}{180})", s)  # \sin 60^\circ is sin(pi/3), never sin(60)
     s = s.replace("^\\circ", "").replace("^{\\circ}", "").replace("°", "").strip()
+    if SPACED_THOUSANDS.fullmatch(s):  # "1 000 000"
+        s = s.replace(" ", "")
+    comma = _DECIMAL_COMMA.fullmatch(s)
+    if comma and (len(comma.group(2)) not in (1, 3) or comma.group(1).lstrip("-+") == "0"):
+        s = comma.group(1) + "." + comma.group(2)  # "1000,99", "0,111": a decimal comma; never "1,000" or "1,2"
     return " ".join(s.split())
 
 
@@ -300,7 +328,15 @@ def as_number(s: str) -> Fraction | None:
     m = _SCIENTIFIC.fullmatch(s)
     if m:
         return Fraction(m.group("m")) * Fraction(10) ** int(m.group("e") or m.group("e1"))
-    return None
+    m = _E_NOTATION.fullmatch(s)
+    if m:
+        return Fraction(m.group(1)) * Fraction(10) ** int(m.group(2))
+    from .math_units import number_words  # noqa: PLC0415 - a sibling that imports this module
+
+    return number_words(s)
+
+
+_E_NOTATION = re.compile(r"([-+]?\d+(?:\.\d+)?)[eE]([-+]?\d{1," + str(MAX_EXPONENT_DIGITS) + r"})")
 
 
 def decimals(s: str) -> int:

@@ -265,3 +265,27 @@ def _free_after(context: str, k: int, box_starts: set[int]) -> bool:
     text = _TEXT_START.match(context, j)
     words = text.group(1).split() if text else []
     return bool(words) and (_plain_word(words[0].rstrip(".,:")) or words[0] in SINGLE_LETTER_UNITS)
+
+
+_LIST_JOINERS = re.compile(r"(?:[\sA-Za-z,&$]|\\[,;: !()]|\\q?quad(?![A-Za-z])|\\text\s*\{[A-Za-z\s,]*\})*")
+_NOT_A_LIST = re.compile(
+    r"\b(?:or|nor|not|no|to|then|either|maybe|perhaps|vs|versus|actually|instead|rather|wait|than|from|between|"
+    r"but|except|plus|minus|times|over)\b",
+    re.IGNORECASE,
+)
+
+
+def box_list(context: str, boxes: list[Span], lenient: bool = False) -> str | None:
+    r"""Several boxes forming one answer (``\boxed{1}, \boxed{2}``, ``\boxed{1} and \boxed{2}``): their contents
+    joined by commas, when only commas, "and", words, spacing or ``\text{and}`` join them (never "or", "not", an
+    arrow or an operator) and the rest of the context frames them; else None. ``lenient`` (a gold, which is
+    trusted): anything but those words joins them, and the rest of the context is not checked."""
+    for (_, _, end), (start, _, _) in zip(boxes, boxes[1:], strict=False):
+        joiner = context[end + 1 : start]
+        if not (lenient or _LIST_JOINERS.fullmatch(joiner)) or _NOT_A_LIST.search(joiner):
+            return None
+    if not (lenient or _framing(context[: boxes[0][0]], context[boxes[-1][2] + 1 :])):
+        return None
+    if not all(context[a:b].strip() for _, a, b in boxes):
+        return None  # an empty box
+    return ", ".join(context[a:b].strip() for _, a, b in boxes)

@@ -9,8 +9,9 @@ Time: like the normalisation in :mod:`.math_answer`, every regex here runs on an
 from __future__ import annotations
 
 import re
+from fractions import Fraction
 
-from .math_answer import MAX_EXPONENT_DIGITS, NUMBER
+from .math_answer import MATH_NAMES, MAX_EXPONENT_DIGITS, NUMBER, SPACED_THOUSANDS, VALUE_WORDS, as_number, is_unit
 
 MAX_ANSWER_CHARS = 300
 MAX_NESTING = 8
@@ -32,8 +33,8 @@ APPROX = re.compile(
     re.IGNORECASE,
 )
 BOUND = re.compile(
-    r"\\(?!left)(?:l[el]|g[egt]|less|gtr|lt|prec|succ|n(?:e|less|gtr|leq|geq))|[<>≤≥≠≪≫≲≳≺≻]|"
-    r"\b(?:at least|at most|less than|more than|greater than|fewer than|up to|over|under|below|above|beyond|"
+    r"\\(?!left)(?:l[el]|g[egt]|less|gtr|lt|prec|succ|n(?:e|less|gtr|leq|geq))|[<>≤≥≠≪≫≲≳≺≻]|!=|"
+    r"(?<!\\)\b(?:at least|at most|less than|more than|greater than|fewer than|up to|over|under|below|above|beyond|"
     r"exceed\w*|within|upwards)\b",
     re.IGNORECASE,
 )
@@ -54,11 +55,11 @@ ARITHMETIC = re.compile(r"(?:[\d\s.+\-*/^()\[\]{}!]|\\(?:[dt]?frac|sqrt|times|cd
 
 def multiple_candidates(pred: str) -> bool:
     """True when the answer offers several values ("72 or 73", "73 \\to 72", one per line, "72 73")."""
-    if len(NUMBER.findall(pred)) < 2:
-        return False
+    if len(NUMBER.findall(pred)) < 2 or SPACED_THOUSANDS.fullmatch(pred.strip()):
+        return False  # one number, or one written with spaces between its thousands ("1 000")
     if HEDGE_WORDS.search(pred) or RANGE_WORDS.search(pred):
         return True
-    if sum(1 for ln in pred.splitlines() if ln.strip()) > 1:
+    if sum(1 for ln in pred.splitlines() if ln.strip()) > 1 and "\\begin{" not in pred:  # a matrix spans lines
         return True
     return bool(re.search(r"\d\s+[-+]?\d", pred))  # numbers side by side with no operator between
 
@@ -117,4 +118,33 @@ def pathological(s: str) -> bool:
         return True
     if compact.count("^") > 2 and re.search(r"\^[^{}]*\^", compact):
         return True  # chained exponents a^b^c^d
-    return bool(re.search(r"\d{4,}!|\\(?:binom|choose)", compact))  # large factorials / binomials
+    # large factorials, a factorial of a factorial or of a power ("(3!)!", "3!!", "(10^5)!"), binomials
+    return bool(re.search(r"\d{4,}!|![)}\]]*!|\^[^!]*[)}\]]!|\\(?:binom|choose|Gamma)", compact))
+
+
+_PROSE = re.compile(r"[A-Za-z\s.,:;'\"()-]*")
+_SHORT_WORDS = frozenset("of in on at by is as so it we he us my an for".split())
+
+
+def number_in_prose(pred: str) -> tuple[Fraction, str] | None:
+    """The one number of a short sentence ("She earned 10"), when everything else is words and punctuation."""
+    numbers = list(NUMBER.finditer(pred))
+    if len(numbers) != 1 or HEDGE_WORDS.search(pred):
+        return None
+    m = numbers[0]
+    before, after = pred[: m.start()], pred[m.end() :]
+    if (before and before[-1].isalpha()) or (after and (after[0].isalpha() or after[0] == "^")):
+        return None  # "x72", "72x", "72i": a product, not a number in a sentence
+    words = [w.strip(".,;:'\"()").lower() for w in (before + " " + after).split()]
+    near = [w.strip(".,;:'\"()").lower() for w in before.split()[-3:] + after.split()[:2]]
+    if any(w in MATH_NAMES for w in words) or any(w in VALUE_WORDS for w in near):
+        return None  # "72 pi", "sqrt 72", "minus 72", "72 million"
+    if re.search(r"[-+]\s*\(?\s*$", before):
+        return None  # "-(72)": a sign the number does not carry
+    nxt = after.split()[0].strip(".,;:'\"()") if after.split() else ""
+    if nxt and not is_unit(nxt) and nxt.lower() not in _SHORT_WORDS:
+        return None  # "72 x", "72 xyz": a name after the number that is no unit word is a variable
+    if not _PROSE.fullmatch(before + " " + after):
+        return None
+    value = as_number(m.group(0))
+    return (value, m.group(0)) if value is not None else None

@@ -1,71 +1,58 @@
 r"""Math correctness: is the final answer of a completion equal to the row's gold ``answer``?
 
-Prediction (:mod:`.math_box`): the content of the last ``<answer>`` block, judged as a whole; without an answer
-block, the last balanced ``\boxed{...}`` of the completion, judged in its context (its sentence, joined over line
-breaks that do not end it, widened to a ``$$``/``\[`` display around it); otherwise no answer (0.0). A box is the
-answer only when it is the whole answer: what surrounds it in its context is framing alone (math delimiters,
-Markdown bold, a trailing period, units, ``%``, degrees, words such as "The answer is" or "x ="). A box that
-anything outside it operates on (a sign, an operator, a digit, a bracket, ``^``, ``_``, ``'``, ``!``, a command such
-as ``\sqrt``, ``\neq`` or ``\pm``, a one-letter name, a value word such as "twice") scores 0.0, whatever the gold
-(``-\boxed{72}`` is not -72). Anything else around a box (working, a second value, a hedge) makes the whole context
-the answer, boxes unwrapped, judged like an unboxed answer: ``48 + 24 = \boxed{72}`` is the true chain "48 + 24 =
-72", ``\boxed{72} or 73`` is "72 or 73" (0.0). A context over ``MAX_RAW_ANSWER_CHARS`` scores 0.0.
+Prediction: the content of the last ``<answer>`` block, first judged as a whole (the rules below); without an answer
+block, the last balanced ``\boxed{...}`` of the completion, judged in its context (:mod:`.math_box`: its sentence; a
+box that anything outside it operates on, ``-\boxed{72}``, ``2 \times \boxed{72}``, ``\boxed{72} or 73``, scores
+0.0); otherwise no answer (0.0). When an answer block fails as a whole, its final statement is found and narrowed to
+the answer it states (:mod:`.math_final`): a sentence or a true chain of working that ends in one answer is credited
+("Therefore $x \geq 5$ is the solution.", "48 + 24 = 72, so the answer is \boxed{72}", a whole solution ending in
+"The final answer is $14{,}916$. I hope it is correct."), while another statement stating a different answer, a
+statement after it taking it back ("Wait, actually 73."), hedging or negating words before it, or a chain of
+working ending in the answer that does not hold ("2^6 = 72, so the answer is 72") score 0.0. Several boxes joined
+only by commas, "and" or spacing are one list answer (``\boxed{1}, \boxed{2}``; a gold written that way too).
 
-Gold (column ``answer``): a bare value (``"72"``), a GSM8K solution ending ``#### 1,234``, or LaTeX
-(``\frac{3}{4}``, ``\boxed{...}``, ``$...$``, intervals, sets, expressions).
+Gold (column ``answer``): a bare value (``"72"``), a GSM8K solution ending ``#### 1,234``, or LaTeX (its last box,
+or its boxes as a list).
 
 Scoring (``correctness`` in {0, 1}, or None):
 
-1. Normalise both sides (:mod:`.math_answer`: LaTeX delimiters, ``\boxed``, ``\text{}``/``\mathrm{}``,
-   ``\$``/currency, thousands separators (also ``5\,000``, and ``1{,}000`` when every group has 3 digits: never
-   ``7{,}2``), Markdown bold, a lead-in such as "The answer is", a single ``x =`` (never one of several: ``x=2,
-   y=3`` keeps its names), a trailing period, ``%``, degrees, and
-   trailing unit WORDS: a known unit, a compound such as ``km/h``, or a word of 4+ letters with a vowel that is
-   not a math name or a word that changes the value (``million``, ``squared``, ``minus``, number words); a single
-   letter is a variable, never a unit, so ``72x``, ``72i``, ``72 y^2`` and ``72 xyz`` stay as they are (in
-   ``\text{}`` after a number only unit letters such as ``m``, ``s``, ``h`` are units).
-2. A numeric gold (an integer, decimal, ``a/b``, ``\frac{a}{b}``, ``6.02 \times 10^{23}``) is matched by: a plain
-   number (or one of those forms), compared exactly as :class:`fractions.Fraction` (a decimal correctly rounded to
-   >= ``MIN_ROUNDED_PLACES`` = 6 places also matches a gold that has no finite decimal expansion: 1/3 ~ 0.333333,
-   never 0.333); a short sentence holding exactly one number and otherwise only words ("She earned
-   $10.": no value word, no sign before it, no letter or ``^`` glued to it, no one-letter word after it); or an
-   arithmetic expression (numbers, ``+ - * / ^``, brackets, ``\frac``, ``\sqrt``, ``\times``, ``\cdot``,
-   ``\div``) or an equation chain of them, every side of which equals the gold ("48 + 24 = 72"; "2^6 = 72" scores
-   0.0), the expressions checked by math-verify. Anything else scores 0.0.
-3. Any other gold: identical normalised strings match; a word answer ("Monday") is compared as words; a gold with
-   several named values (``x=2, y=3``) needs as many in the answer; otherwise math-verify decides (``parse`` +
-   ``verify`` on ``\boxed{...}``-wrapped strings, so "72 or 73" and "1, 2, 72" are parsed as sets, never as "the
-   last number"): fractions vs decimals, LaTeX forms, sets, intervals, expressions (``0.5x`` = ``\frac{x}{2}``,
-   ``x + x`` = ``2x``). An equation chain must hold on every side (a leading ``(x, y) =`` only names the value).
+1. Normalise both sides (:mod:`.math_answer`): LaTeX delimiters, ``\boxed``, ``\text{}``, ``\mathbf{}``/
+   ``\boldsymbol{}``, ``\cfrac``, ``{a \over b}``, currency, thousands separators (``1,000``, ``5\,000``,
+   ``1{,}000``, ``11,\!111``, ``1 000``), a decimal comma (``1000,99``, ``0,111``; never ``1,000`` or ``1,2``), Markdown
+   bold, a lead-in ("The answer is"), a single ``x =`` or ``x \in``, a trailing period, ``%``, degrees
+   (``\sin 60^\circ`` is read in degrees), and trailing unit words, never a word that changes the value
+   (``million``, ``grand``, ``thirds``, number words; ``\text{ K}``) and never a single letter (``72x``, ``72 m``).
+   A measurement unit that differs from the gold's (cents for dollars, km for cm, hours for minutes), or a set
+   for a tuple, scores 0.0 (:mod:`.math_units`); a gold with a unit accepts the bare number.
+2. A numeric gold is matched by a plain number (also ``7.2e1``, ``seventy-two``, ``72 thousand``, ``|72|``,
+   ``\{72\}``, ``6.02 \times 10^{23}``, and ``72\%`` for 0.72 or 0.72 for ``72\%``), compared exactly (a decimal
+   correctly rounded to >= ``MIN_ROUNDED_PLACES`` = 6 places also matches a gold with no finite decimal expansion:
+   1/3 ~ 0.333333, never 0.333); a short sentence holding exactly one number; or an arithmetic expression or an
+   equation chain of them, every side of which equals the gold ("48 + 24 = 72"; "2^6 = 72" scores 0.0).
+3. Any other gold: identical normalised strings; a word answer compared as words; named values (``x=2, y=3``)
+   need the names; an equation gold is compared as an equation (``y = -x/2 + 3/4`` is ``2x + 4y - 3 = 0``);
+   otherwise math-verify decides (``parse`` + ``verify`` on ``\boxed{...}``-wrapped strings, so "72 or 73" parses
+   as a set, never as "the last number"). An equation chain must hold on every side.
 
-Anti-gaming (each scores 0.0 against a gold that does not itself have the feature): several candidates ("72 or 73",
-"73 \to 72", "between 70 and 74", "73, actually 72", one number per line, "72 73"); several disagreeing boxes in the
-answer block, more than ``MAX_BOXES`` boxes in a completion, or ``\boxed{73}, \boxed{72}`` joined only by
-punctuation/"or"/an arrow (a box inside a box belongs to it: the outermost last box is the answer); a question
-mark ("72?"); a negation ("not", "never", "except", "wrong", ``\not``); a separator or hidden text (``|``,
-``\\``, ``\cr``, ``;``, ``:=``, "...", ``\equiv``, ``\bmod``, ``\therefore``, ``\hspace``, ``\phantom``,
-``\color``...); a bound ("at least 72", "over 72", "> 72", ``\leqq``, ``\gg``); an approximation ("about 72",
-"≈ 72", "~72", "near 72", "72 (rounded)") unless the gold has no finite decimal expansion (then only the >= 6
-places rounding rule can match); a box that is not the whole answer (see Prediction); a one-letter variable in
-the answer when the gold has none (``72x`` for 72). The answer is checked as a whole, never searched for a matching
-number.
+Anti-gaming (each scores 0.0 against a gold that does not itself have the feature): several candidates ("72 or
+73", "73 \to 72", "between 70 and 74", "73, actually 72", one number per line, "72 73"); disagreeing boxes; more than
+``MAX_BOXES`` boxes in a completion; a question mark; a negation ("not", "wrong", ``\not``); a separator or hidden
+text (``|``, ``\\``, ``;``, "...", ``\equiv``, ``\phantom``, ``\color``...); a bound ("at least 72", "> 72"); an
+approximation ("about 72", "≈ 72") unless the gold has no finite decimal expansion (then only the rounding rule);
+a one-letter variable in the answer when the gold has none. Matrix rows stay apart (``\\`` is never read as the
+spacing ``\ ``), so a permuted vector or a transposed matrix scores 0.0.
 
-Time bound (any input, any thread): extraction is a linear scan of the completion (cut at ``MAX_COMPLETION_CHARS``;
-finding a box's context is ``str.find``/``count`` and one single-character regex); a box's context or an extracted
-answer over ``MAX_RAW_ANSWER_CHARS`` scores 0.0 before any other regex; normalisation and the screens then run on
-that bounded text with regexes that cannot backtrack. All of this stays under ``OWN_CODE_BOUND_S`` (0.2 s,
-approached only by a 100k-character completion packed with braces; microseconds for ordinary ones). An answer that
-needs math-verify is screened first (longer than ``MAX_ANSWER_CHARS``, nesting deeper than ``MAX_NESTING``, power
-towers, huge exponents, factorials or binomials score 0.0 at once), then compared in a persistent worker process
-(``math_verify_worker.py``, see :mod:`.timed_worker`) that is killed and restarted when a comparison takes over
-``VERIFY_TIMEOUT_S`` (math-verify's own timeouts need the main thread). So one completion costs at most
-``OWN_CODE_BOUND_S`` + ``VERIFY_TIMEOUT_S`` (1.2 s), plus one worker start (importing sympy, typically 0.5-3 s,
-capped by ``WORKER_START_TIMEOUT_S``) on the first call and on the call after a kill.
+Time bound (any input, any thread): extraction and the statement scan are linear in the completion (cut at
+``MAX_COMPLETION_CHARS``); a context, statement or extracted answer over ``MAX_RAW_ANSWER_CHARS`` scores 0.0 before
+any other regex; normalisation and the screens run on that bounded text with regexes that cannot backtrack. All of
+this stays under ``OWN_CODE_BOUND_S`` (0.2 s; ``benchmarks/bench_math_reward.py`` measures it). An answer that needs
+math-verify is screened first (longer than ``MAX_ANSWER_CHARS``, nesting deeper than ``MAX_NESTING``, power towers,
+huge exponents, large or nested factorials (``(3!)!``, ``3!!``, ``(10^5)!``) or binomials score 0.0 at once), then
+compared in a persistent worker process (``math_verify_worker.py``) that is killed and restarted when a comparison
+takes over ``VERIFY_TIMEOUT_S``. A completion may need a few comparisons (one per narrowing of its final statement),
+each bounded by ``VERIFY_TIMEOUT_S``, plus one worker start on the first call and after a kill.
 
-``None`` is returned when the gold is empty/unparseable, or when the pair needs math-verify and it is not installed
-(the fast path still scores plain numbers). Parsed gold is cached (a gold repeats ``num_generations`` times).
-
-Stdlib only at module level; math-verify is used only in the worker.
+``None``: the gold is empty/unparseable, or the pair needs math-verify and it is not installed. Stdlib only here.
 """
 
 from __future__ import annotations
@@ -83,28 +70,29 @@ from .math_answer import (
     MATH_NAMES,
     MAX_BOXES,
     MAX_RAW_ANSWER_CHARS,
-    NUMBER,
-    VALUE_WORDS,
     as_number,
     decimals,
     gold_text,
-    is_unit,
     last_boxed,
     normalize,
     several_boxes,
+    strip_delims,
+    top_level_boxes,
 )
-from .math_box import extract_prediction
+from .math_box import box_answer, box_list, extract_prediction
+from .math_final import candidates, competing, final_statement
 from .math_screens import (
     APPROX,
     ARITHMETIC,
     BOUND,
-    HEDGE_WORDS,
     NEGATION,
     SEPARATORS,
     free_letter,
     multiple_candidates,
+    number_in_prose,
     pathological,
 )
+from .math_units import other_quantity
 from .timed_worker import TimedWorker
 
 VERIFY_TIMEOUT_S = 1.0
@@ -147,6 +135,9 @@ class Gold:
 def parse_gold(gold: str) -> Gold | None:
     """The normalised gold of an ``answer`` cell, or None when it is empty."""
     raw = gold_text(gold)
+    boxes = top_level_boxes(gold) if "####" not in gold else []
+    if len({gold[a:b].strip() for _, a, b in boxes}) > 1:  # "\boxed{1} and \boxed{2}": one answer, a list
+        raw = box_list(gold, boxes, lenient=True) or raw
     text = normalize(raw)
     if not text:
         return None
@@ -161,12 +152,14 @@ class MathVerifyWorker(TimedWorker):
 
     def __init__(self) -> None:
         super().__init__(WORKER_SCRIPT, start_timeout=WORKER_START_TIMEOUT_S)
+        self.overruns = 0  # comparisons that ran out of time: a completion that had one tries nothing more
 
     def verify(self, gold: str, pred: str | list[str], timeout: float = VERIFY_TIMEOUT_S) -> bool | None:
         """math-verify's verdict on the normalised pair (with a list: every one equals the gold), all within one
         ``timeout``; False on timeout; None if math-verify is unavailable."""
         reply = self.call({"g": gold, "p": pred}, timeout)
         if reply is None:
+            self.overruns += self.available is not False
             return None if self.available is False else False
         return bool(reply.get("ok"))
 
@@ -175,33 +168,6 @@ WORKER = MathVerifyWorker()
 
 
 # ------------------------------------------------------------------------------------------------ reward
-
-_PROSE = re.compile(r"[A-Za-z\s.,:;'\"()-]*")
-_SHORT_WORDS = frozenset("of in on at by is as so it we he us my an for".split())
-
-
-def _number_in_prose(pred: str) -> tuple[Fraction, str] | None:
-    """The one number of a short sentence ("She earned 10"), when everything else is words and punctuation."""
-    numbers = list(NUMBER.finditer(pred))
-    if len(numbers) != 1 or HEDGE_WORDS.search(pred):
-        return None
-    m = numbers[0]
-    before, after = pred[: m.start()], pred[m.end() :]
-    if (before and before[-1].isalpha()) or (after and (after[0].isalpha() or after[0] == "^")):
-        return None  # "x72", "72x", "72i": a product, not a number in a sentence
-    words = [w.strip(".,;:'\"()").lower() for w in (before + " " + after).split()]
-    if any(w in MATH_NAMES or w in VALUE_WORDS for w in words):
-        return None  # "72 pi", "sqrt 72", "minus 72", "72 million"
-    if re.search(r"[-+]\s*\(?\s*$", before):
-        return None  # "-(72)": a sign the number does not carry
-    nxt = after.split()[0].strip(".,;:'\"()") if after.split() else ""
-    if nxt and not is_unit(nxt) and nxt.lower() not in _SHORT_WORDS:
-        return None  # "72 x", "72 xyz": a name after the number that is no unit word is a variable
-    if not _PROSE.fullmatch(before + " " + after):
-        return None
-    value = as_number(m.group(0))
-    return (value, m.group(0)) if value is not None else None
-
 
 def _hedged(raw: str, gold: Gold) -> bool:
     """A question, a negation, a separator, a bound or an approximation the gold does not make itself."""
@@ -226,13 +192,86 @@ def score(completion_text: str, gold_cell: object) -> float | None:
         return None
     if completion_text.count("\\boxed") + completion_text.count("\\fbox") > MAX_BOXES:
         return 0.0
+    completion_text = _IN_BOX.sub(r"\1 = \\boxed", completion_text)  # "x \in \boxed{[0, 1)}" names the box
     answer = extract_answer(completion_text)
     raw = extract_prediction(completion_text)
+    region = answer if answer is not None else completion_text
+    overruns = WORKER.overruns
+    if raw is None or len(raw) > MAX_RAW_ANSWER_CHARS or several_boxes(region, answer_block=answer is not None):
+        whole: float | None = 0.0
+    else:
+        whole = _judge(raw, gold)
+    if whole != 0.0 or answer is None or WORKER.overruns != overruns:
+        return whole
+    return _final(answer, gold, raw)
+
+
+_IN_BOX = re.compile(r"(?<![A-Za-z\\])([A-Za-z])\s*\\in\s*\\boxed")
+
+
+def _final(block: str, gold: Gold, judged: str | None) -> float | None:
+    """The block's final statement, narrowed to its answer (:mod:`.math_final`), when the block as a whole fails."""
+    found = final_statement(block)
+    if found is None or competing(*found):
+        return 0.0
+    overruns = WORKER.overruns
+    for answer, head in candidates(found[0]):
+        if answer.strip() == (judged or "").strip() or WORKER.overruns != overruns:
+            continue  # judged already, or a comparison ran out of time: nothing more is tried
+        clauses = [c for c in _CLAUSE.split(head) if c and "=" in c]
+        if clauses and not _holds(clauses[-1], gold):
+            continue  # "2^6 = 72, so the answer is 72": the working before the answer must hold
+        verdict = _part(answer, gold)
+        if verdict != 0.0:
+            return verdict
+    return 0.0
+
+
+def _holds(working: str, gold: Gold) -> bool:
+    """When the working before the answer is an equation chain ending in the answer ("2^6 = 72, so the answer is",
+    "p(8) = \\frac{q(8)+8}{63} = [box]"), every side of it that has no variable equals the gold (sides with a
+    variable or a function name, "p(8)", "f(-2) + f(-1)", are names or steps that cannot be checked)."""
+    if "=" not in working:
+        return True
+    cleaned = _LAYOUT.sub(" ", working)
+    sides = [side.strip(" ,.$") for side in _EQUALS.split(cleaned)]
+    if sides[-1] and _judge(sides[-1], gold) != 1.0:
+        return True  # "y = 8.8 - 2.8 = 6, so the pair is (7, 6)": working towards another quantity
+    return all(_judge(side, gold) == 1.0 for side in sides if side and not _ALPHA.search(_COMMAND.sub("", side)))
+
+
+_LAYOUT = re.compile(r"&|\\\\|\\(?:begin|end)\{[A-Za-z*]*\}|\\left|\\right|\\[\[\]()]")
+_COMMAND = re.compile(r"\\[A-Za-z]+")
+_ALPHA = re.compile(r"[A-Za-z]")
+_CLAUSE = re.compile(r"[,;:]\s|\b(?:so|thus|hence|therefore)\b", re.IGNORECASE)
+
+
+def _part(part: str, gold: Gold) -> float | None:
+    """A statement or a part of one judged as a whole answer; several boxes joined as a list are one answer."""
+    boxes = top_level_boxes(part)
+    if len({part[a:b].strip() for _, a, b in boxes}) > 1:
+        raw = box_list(part, boxes)
+    else:
+        raw = box_answer(part, boxes) if boxes else part
     if raw is None or len(raw) > MAX_RAW_ANSWER_CHARS:
         return 0.0
-    region = answer if answer is not None else completion_text
-    if several_boxes(region, answer_block=answer is not None):
-        return 0.0
+    return _judge(raw, gold)
+
+
+def _judge(raw: str, gold: Gold) -> float | None:
+    """The extracted answer ``raw`` against the gold (the rules of the module docstring)."""
+    if other_quantity(raw, gold.raw):
+        return 0.0  # "5 km" for "5 cm", "72 cents" for "\$72", a set for a tuple
+    equation = "=" in gold.text and "=" in raw and not (pathological(raw) or pathological(gold.text))
+    if equation and not _hedged(raw, gold) and _verified(gold, [strip_delims(raw)]) == 1.0:
+        return 1.0  # an equation of the same line in another form: 2x + 4y - 3 = 0 and y = -x/2 + 3/4
+    if _LIST.search(gold.raw):  # "(5, 8) and (8, 5)" lists the answers of a gold that is a list
+        raw = _AND.sub(", ", raw)
+    single = _SINGLE.fullmatch(raw.strip(" $"))
+    if single and gold.number is not None and as_number(normalize(single.group(1) or single.group(2))) is not None:
+        raw = single.group(1) or single.group(2)  # |72| or \{72\}: the value itself, for a number gold
+        if single.group(1) and raw.strip().startswith("-"):
+            return 0.0  # |-72| is 72, but a minus sign inside bars is no plain answer
     if multiple_candidates(raw) and not multiple_candidates(gold.raw):
         return 0.0
     if _hedged(raw, gold):
@@ -243,7 +282,10 @@ def score(completion_text: str, gold_cell: object) -> float | None:
     if pred == gold.text:
         return 1.0
     if gold.number is not None:
-        return _numeric(gold, pred)
+        verdict, value = _numeric(gold, pred), as_number(pred)
+        if verdict == 0.0 and value is not None and ("%" in raw) != ("%" in gold.raw):  # 72% for 0.72, both ways
+            return 1.0 if (value / 100 if "%" in raw else value * 100) == gold.number else 0.0
+        return verdict
     if _WORDS.fullmatch(gold.text) and not MATH_NAMES & set(gold.text.lower().split()):  # "Monday", "yes"
         return 1.0 if pred.casefold() == gold.text.casefold() else 0.0
     named = len(_ASSIGNMENT.findall(gold.text))
@@ -261,6 +303,9 @@ def score(completion_text: str, gold_cell: object) -> float | None:
     return _verified(gold, sides)
 
 
+_SINGLE = re.compile(r"\|([^|]*)\||\\\{([^{},]*)\\\}")
+_LIST = re.compile(r"[)\]}]\s*,\s*[(\[{]|\\boxed\{[^{}]*\}[^{}]*\\boxed|,\s*\\quad")  # "(5, 8), (8, 5)"
+_AND = re.compile(r"\s*(?:\\q?quad\s*)*(?:\\text\s*\{\s*and\s*\}|\band\b)\s*(?:\\q?quad\s*)*")
 _EQUALS = re.compile(r"(?<![<>!\\])=")
 
 
@@ -281,7 +326,7 @@ def _numeric(gold: Gold, pred: str) -> float | None:
     value = as_number(pred)
     if value is not None:
         return 1.0 if numbers_equal(gold.number, value, pred) else 0.0
-    prose = _number_in_prose(pred)
+    prose = number_in_prose(pred)
     if prose is not None:
         return 1.0 if numbers_equal(gold.number, *prose) else 0.0
     rest = []

@@ -1,0 +1,109 @@
+r"""Math answers: measurement units and numbers written in words.
+
+:func:`unit_of` names the measurement unit an answer gives (``5 cm``, ``5\\text{ km}``, ``\\$72``, ``72 cents``),
+so that an answer in another unit than the gold's scores 0.0 (count nouns such as "72 clips" name none);
+:func:`number_words` reads "seventy-two", "two hundred and five" and "72 thousand". Both run on an answer of at most
+``MAX_RAW_ANSWER_CHARS`` characters with regexes that cannot backtrack.
+"""
+
+from __future__ import annotations
+
+import re
+from fractions import Fraction
+
+from .math_answer import _ALPHA, _TEXT_CMD, strip_delims, strip_unit_tail
+
+_SMALL = {w: i for i, w in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+    "seventeen eighteen nineteen".split())}
+_TENS = {w: 10 * i for i, w in enumerate("_ _ twenty thirty forty fifty sixty seventy eighty ninety".split()) if i > 1}
+_SCALES = {"thousand": 10**3, "million": 10**6, "billion": 10**9, "trillion": 10**12}
+
+
+def number_words(s: str) -> Fraction | None:
+    """A number written in English words ("seventy-two", "two hundred and five") or digits and a scale ("72
+    thousand"), or None."""
+    words = s.lower().replace("-", " ").replace(",", " ").split()
+    if not words or len(words) > 12:
+        return None
+    total = current = 0
+    for i, word in enumerate(words):
+        if word in _SMALL or word in _TENS:
+            current += _SMALL.get(word, _TENS.get(word, 0))
+        elif word.isdigit() and i == 0 and len(words) == 2 and words[1] in _SCALES:
+            current = int(word)
+        elif word == "hundred" and current:
+            current *= 100
+        elif word in _SCALES and current:
+            total, current = total + current * _SCALES[word], 0
+        elif word != "and" or i == 0:
+            return None
+    return Fraction(total + current)
+
+
+# Measurement units by canonical name: an answer naming one that differs from the gold's is another quantity
+_MEASURES = {
+    **dict.fromkeys("mm millimeter millimetre millimeters millimetres".split(), "mm"),
+    **dict.fromkeys("cm centimeter centimetre centimeters centimetres".split(), "cm"),
+    **dict.fromkeys("m meter metre meters metres".split(), "m"),
+    **dict.fromkeys("km kilometer kilometre kilometers kilometres".split(), "km"),
+    **dict.fromkeys("in inch inches".split(), "inch"),
+    **dict.fromkeys("ft foot feet".split(), "foot"),
+    **dict.fromkeys("yd yard yards".split(), "yard"),
+    **dict.fromkeys("mi mile miles".split(), "mile"),
+    **dict.fromkeys("ms millisecond milliseconds".split(), "ms"),
+    **dict.fromkeys("s sec secs second seconds".split(), "second"),
+    **dict.fromkeys("min mins minute minutes".split(), "minute"),
+    **dict.fromkeys("h hr hrs hour hours".split(), "hour"),
+    **dict.fromkeys("day days".split(), "day"),
+    **dict.fromkeys("wk wks week weeks".split(), "week"),
+    **dict.fromkeys("month months".split(), "month"),
+    **dict.fromkeys("yr yrs year years".split(), "year"),
+    **dict.fromkeys("mg milligram milligrams".split(), "mg"),
+    **dict.fromkeys("g gram grams".split(), "g"),
+    **dict.fromkeys("kg kilogram kilograms kilo kilos".split(), "kg"),
+    **dict.fromkeys("lb lbs pound pounds".split(), "pound"),
+    **dict.fromkeys("oz ounce ounces".split(), "ounce"),
+    **dict.fromkeys("ml mL milliliter millilitre milliliters millilitres".split(), "ml"),
+    **dict.fromkeys("l L liter litre liters litres".split(), "liter"),
+    **dict.fromkeys("gal gallon gallons".split(), "gallon"),
+    **dict.fromkeys("dollar dollars usd $ \\$".split(), "dollar"),
+    **dict.fromkeys("cent cents ¢".split(), "cent"),
+    **dict.fromkeys("euro euros eur € \\euro".split(), "euro"),
+}
+_MONEY = re.compile(r"\\\$|\$|€|¢|\\euro")
+
+
+def unit_of(s: str) -> str | None:
+    r"""The measurement unit an answer names (canonical: "cm", "hour", "dollar"), or None: a word after the number
+    (``5 cm``, ``5\text{ cm}``, ``5 \mbox{cm}^2``) or a currency sign (``\$5``); a count noun ("72 clips") is none."""
+    s = strip_delims(_TEXT_CMD.sub(lambda m: " " + m.group(1) + " ", s.replace("²", "").replace("³", "")))
+    money = _MONEY.search(s)
+    if money and (money.group(0) != "$" or s.count("$") == 1):  # "$72" is money, "$72$" is math
+        return _MEASURES.get(money.group(0))
+    s = s.strip().rstrip(".").strip()
+    body = strip_unit_tail(s)
+    words = [w for w in _ALPHA.findall(s[len(body) :]) if w.lower() not in ("square", "cubic", "sq", "cu")]
+    if not words and body == s and s[-1:].isalpha():  # glued "5cm" / "72\text{ K}" kept whole by strip_unit_tail
+        glued = re.search(r"\d\s*([A-Za-z]+)$", s)
+        words = [glued.group(1)] if glued else []
+    units = {_MEASURES.get(w, _MEASURES.get(w.lower())) for w in words}
+    return units.pop() if len(units) == 1 and None not in units else None
+
+
+def _kind(s: str) -> str | None:
+    """"set" for ``\\{...\\}``, "tuple" for ``(a, b)``, else None (a bare list may be either)."""
+    s = strip_delims(s).replace("\\left", "").replace("\\right", "").strip()
+    if s.startswith("\\{") and s.endswith("\\}"):
+        return "set"
+    return "tuple" if s.startswith("(") and s.endswith(")") and "," in s else None
+
+
+def other_quantity(answer: str, gold: str) -> bool:
+    """Whether ``answer`` names another measurement unit than ``gold`` ("5 km" for "5 cm", "72 cents" for
+    "\\$72", "3 hours" for "3 minutes"), or a set where the gold has a tuple or the reverse."""
+    unit, gold_unit = unit_of(answer), unit_of(gold)
+    if unit is not None and gold_unit is not None and unit != gold_unit:
+        return True
+    kind, gold_kind = _kind(answer), _kind(gold)
+    return kind is not None and gold_kind is not None and kind != gold_kind
