@@ -20,6 +20,7 @@ from ..rewards import RewardSettings, build_reward_funcs
 from ..settings import use_cpu_threads
 from . import checkpoints, difficulty, distributed, health, model, priming, tiny
 from .progress import Interrupt, ProgressLine
+from .vllm_check import attach as measure_sampler_gap
 
 
 def main(
@@ -130,6 +131,7 @@ def build_trainer(script_args: config.GRPOScriptArguments, training_args: GRPOCo
     )
     if (monitor := health.monitor_from_args(script_args, training_args.beta)) is not None:
         trainer.add_callback(monitor)  # warnings while training, health.json at the end (see health.py)
+    measure_sampler_gap(trainer)  # vLLM runs: its log-probs against the trainer's, first batches (vllm_check.py)
     return trainer
 
 
