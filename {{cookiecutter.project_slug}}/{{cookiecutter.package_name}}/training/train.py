@@ -73,8 +73,8 @@ def format_primed(script_args: config.GRPOScriptArguments, training_args: GRPOCo
     primed = os.path.join(training_args.output_dir, "format-primed")
     if int(os.environ.get("RANK", "0")) == 0 and not checkpoints.is_model_dir(primed):
         settings = {**vars(model_args), **training_args.to_dict(), **vars(script_args)}
-        for line in memory.check_priming_fits(settings):  # before priming loads any weight
-            print(f"warning: {line}", file=sys.stderr)
+        if line := priming.refusal(settings):  # before priming loads any weight: what will not fit is refused
+            sys.exit(f"error: {line}")
         if script_args.format_priming_steps > training_args.max_steps > 0:  # a short try: say what comes first
             print(f"note: format priming (up to {script_args.format_priming_steps} steps, once per output_dir) runs "
                   f"before GRPO's {training_args.max_steps}; add --format_priming_steps 0 to skip it",
