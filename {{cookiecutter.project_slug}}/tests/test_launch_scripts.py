@@ -146,3 +146,11 @@ def test_colocate_refuses_a_preset_whose_vllm_share_cannot_hold_the_weights(tmp_
         done.stderr.strip().splitlines()) == 1, done.stderr
     calls = (tmp_path / "calls.jsonl").read_text() if (tmp_path / "calls.jsonl").exists() else ""
     assert '"tool": "accelerate"' not in calls  # refused before the launch
+    # the check reads the settings as train.py does: a command-line override that gives vLLM room is honoured
+    done = subprocess.run(["bash", "scripts/launch_colocate.sh", "configs/accelerate/ddp.yaml", "configs/8gb.yaml",
+                           "--vllm_gpu_memory_utilization", "0.9"],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    launched = [json.loads(line) for line in (tmp_path / "calls.jsonl").read_text().splitlines()
+                if '"tool": "accelerate"' in line]
+    assert launched and launched[0]["argv"][-2:] == ["--vllm_gpu_memory_utilization", "0.9"]
