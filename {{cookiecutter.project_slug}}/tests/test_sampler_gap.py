@@ -29,6 +29,7 @@ def test_sequence_ratio_outside_the_clip_range_is_counted():
     assert abs(found["gap_mean"] - (0.3 + 1.5 + 1.2) / 9) < 1e-6 and abs(found["gap_max"] - 0.5) < 1e-6
     no_floor = check.measure(batch([[0.1, 0.1, 0.1], [0.5, 0.5, 0.5], [-0.4, -0.4, -0.4]]), "sequence_mask", None, 3.0)
     assert abs(no_floor["outside_clip"] - 1 / 3) < 1e-6  # TRL's default: no lower bound
+    assert abs(no_floor["far_from_one"] - 2 / 3) < 1e-6  # yet the ratio 0.30 is far from 1
 
 
 def test_token_modes_count_a_sequence_with_any_token_outside():

@@ -7,7 +7,9 @@ TRL computes both when ``vllm_importance_sampling_correction`` is on (``sampling
 and max of the per-token gap as ``sampling/sampling_logp_difference/*``. This check reads the same two tensors and
 adds what TRL does not log: the fraction of sequences whose importance ratio (per sequence, or per token in the
 ``token_*`` modes) leaves TRL's clip range ``[vllm_importance_sampling_clip_min, ..._clip_max]`` and is therefore
-masked or truncated. It prints one line per batch, a warning with the likely cause when the gap is large:
+masked or truncated, and of those whose ratio is far from 1 (beyond [1/3, 3]: with TRL's default clip_min None a
+ratio near 0 is not masked, yet its sequence barely counts). It prints one line per batch, and a warning with the
+likely causes when the gap is large:
 
 * sampling truncation (``top_k``, ``top_p``, ``min_p``): vLLM's log-probs are of the truncated, renormalised
   distribution, the trainer's of the full one;
@@ -32,7 +34,9 @@ from .checkpoints import write_text
 
 FIRST_BATCHES = 3
 MEAN_MAX = 0.05  # mean per-token |log-prob gap| above which the gap is called large (bf16 on a GPU: ~1e-3..1e-2)
-OUT_OF_RANGE_MAX = 0.1  # fraction of sequences outside the clip range above which it is called large
+OUT_OF_RANGE_MAX = 0.1  # fraction of sequences outside the clip range (or far from 1) above which it is large
+FAR = 3.0  # a ratio beyond [1/FAR, FAR] (or the clip range's own, if wider) is far from 1: with no clip_min (TRL's
+# default) a ratio near 0 is not masked, yet its sequence barely counts
 
 
 def measure(output: dict, mode: str, clip_min: float | None, clip_max: float | None) -> dict | None:
@@ -46,18 +50,21 @@ def measure(output: dict, mode: str, clip_min: float | None, clip_max: float | N
     gaps = diff.abs()[mask]
     low = clip_min if clip_min is not None else 0.0
     high = clip_max if clip_max is not None else math.inf
+    far = max(high, 1 / low if low > 0 else 0.0, FAR) if math.isfinite(high) else FAR
     if mode.startswith("sequence"):
         ratio = diff.sum(-1).exp()
-        outside = (ratio < low) | (ratio > high)
+        outside, beyond = (ratio < low) | (ratio > high), (ratio < 1 / far) | (ratio > far)
     else:  # token modes: a sequence counts when any of its tokens is outside
         ratio = diff.exp()
         outside = (((ratio < low) | (ratio > high)) & mask).any(-1)
+        beyond = (((ratio < 1 / far) | (ratio > far)) & mask).any(-1)
     return {
         "tokens": int(gaps.numel()),
         "sequences": int(outside.numel()),
         "gap_mean": float(gaps.mean()) if gaps.numel() else 0.0,
         "gap_max": float(gaps.max()) if gaps.numel() else 0.0,
         "outside_clip": float(outside.float().mean()) if outside.numel() else 0.0,
+        "far_from_one": float(beyond.float().mean()) if beyond.numel() else 0.0,
     }
 
 
@@ -78,7 +85,7 @@ def likely_causes(args, dropout: float = 0.0) -> str:
                   if getattr(args, name, None) not in off]
     if truncation:
         causes.append(f"sampling truncation ({', '.join(truncation)}): vLLM's log-probs are of the truncated "
-                      "distribution; unset them, or keep vllm_importance_sampling_correction on")
+                      "distribution, the trainer's of the full one, so the importance ratio is far from 1: unset them")
     causes.append("dtype: serve vLLM in the trainer's precision (dtype, bf16)")
     causes.append("a stale weight sync: vLLM sampling from older weights (check sync_weights in the logs, "
                   "vllm_enable_sleep_mode, DeepSpeed ZeRO-3 gathering)")
@@ -119,8 +126,10 @@ class SamplerGapCheck(TrainerCallback):
         self.records.append({"step": step, **found})
         self.say(f"vllm sampler gap at step {step}: per-token |logp vLLM - trainer| mean {found['gap_mean']:.2e}, "
                  f"max {found['gap_max']:.2e} over {found['tokens']} tokens; {found['outside_clip']:.0%} of "
-                 f"{found['sequences']} sequences outside the importance-sampling clip range")
-        if not self.warned and (found["gap_mean"] > MEAN_MAX or found["outside_clip"] > OUT_OF_RANGE_MAX):
+                 f"{found['sequences']} sequences outside the importance-sampling clip range, "
+                 f"{found['far_from_one']:.0%} with a ratio far from 1")
+        if not self.warned and (found["gap_mean"] > MEAN_MAX
+                                or max(found["outside_clip"], found["far_from_one"]) > OUT_OF_RANGE_MAX):
             self.warned = True
             self.say(f"warning: vLLM and the trainer disagree on the sampled tokens (step {step}): the updates are "
                      f"off-policy. Likely causes: {likely_causes(args, self.dropout)}")
