@@ -38,6 +38,8 @@ ALGORITHM_FIELDS = {
     "dapo": {"loss_type": "dapo", "epsilon": 0.2, "epsilon_high": 0.28, "beta": 0.0, "scale_rewards": "group"},
     "dr_grpo": {"loss_type": "dr_grpo", "scale_rewards": "none", "beta": 0.0},
     "gspo": {"importance_sampling_level": "sequence", "epsilon": 3e-4, "epsilon_high": 4e-4, "beta": 0.0},
+    "cispo": {"loss_type": "cispo", "epsilon_high": 5.0, "scale_rewards": "group", "beta": 0.0},
+    "sapo": {"loss_type": "sapo", "sapo_temperature_pos": 1.0, "sapo_temperature_neg": 1.05, "beta": 0.0},
     "grpo": {"loss_type": "grpo", "scale_rewards": "group", "beta": 0.04},
 }
 

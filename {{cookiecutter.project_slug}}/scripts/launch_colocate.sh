@@ -10,7 +10,9 @@ shift $(( $# < 2 ? $# : 2 ))
 source "$(dirname "$0")/_gpus.sh"
 visible_gpu_ids
 N=$GPU_COUNT
-# vLLM's share of each GPU must hold its own copy of the weights and one full-length request, else it never starts.
-"${PYTHON:-python}" -m {{ cookiecutter.package_name }}.preflight.memory --config "$CONFIG" --colocate || exit 1
+TRAIN_ARGS=(--config "$CONFIG" --num_processes "$N" --use_vllm true --vllm_mode colocate "$@")
+# vLLM's share of each GPU must hold its own copy of the weights and one full-length request, else it never starts:
+# checked on the settings as train.py resolves them (the config, then the command line's overrides).
+"${PYTHON:-python}" -m {{ cookiecutter.package_name }}.preflight.resolved --colocate -- "${TRAIN_ARGS[@]}" || exit 1
 CUDA_VISIBLE_DEVICES=$(IFS=,; echo "${GPU_IDS[*]}") exec accelerate launch --config_file "$ACCEL" --num_processes "$N" \
-  train.py --config "$CONFIG" --num_processes "$N" --use_vllm true --vllm_mode colocate "$@"
+  train.py "${TRAIN_ARGS[@]}"

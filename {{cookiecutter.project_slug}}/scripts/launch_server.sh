@@ -23,11 +23,13 @@ TRAIN_GPUS=$((GPU_COUNT - 1))
 SERVER_GPU=${GPU_IDS[TRAIN_GPUS]}
 TRAIN_IDS=("${GPU_IDS[@]:0:TRAIN_GPUS}")
 
-# The model, and the longest prompt + completion vLLM must hold (vllm_max_model_length), from the training config.
-read -r MODEL MAX_LEN < <("$PYTHON" -c "
-import sys, yaml
-c = yaml.safe_load(open(sys.argv[1]))
-print(c['model_name_or_path'], c.get('vllm_max_model_length') or '-')" "$CONFIG")
+# The model, and the longest prompt + completion vLLM must hold (vllm_max_model_length), resolved as train.py
+# resolves them: the config, then the command line's overrides (a config without a model: one error line).
+TRAIN_ARGS=(--config "$CONFIG" --num_processes "$TRAIN_GPUS" --use_vllm true --vllm_mode server
+            --vllm_server_port "$PORT" "$@")
+RESOLVED=$("$PYTHON" -m {{ cookiecutter.package_name }}.preflight.resolved model_name_or_path 'vllm_max_model_length?' \
+  -- "${TRAIN_ARGS[@]}") || exit 1
+IFS=$'\t' read -r MODEL MAX_LEN <<< "$RESOLVED"
 SERVE_ARGS=(--host 0.0.0.0 --port "$PORT" --weight-transfer-config '{"backend": "nccl"}'
             --logprobs-mode processed_logprobs --max-logprobs -1)
 [[ "$MAX_LEN" != "-" ]] && SERVE_ARGS+=(--max-model-len "$MAX_LEN")
@@ -54,5 +56,4 @@ until "$PYTHON" -c "import sys, urllib.request; urllib.request.urlopen(sys.argv[
 done
 
 CUDA_VISIBLE_DEVICES=$(IFS=,; echo "${TRAIN_IDS[*]}") accelerate launch --config_file "$ACCEL" \
-  --num_processes "$TRAIN_GPUS" train.py --config "$CONFIG" --num_processes "$TRAIN_GPUS" \
-  --use_vllm true --vllm_mode server --vllm_server_port "$PORT" "$@"
+  --num_processes "$TRAIN_GPUS" train.py "${TRAIN_ARGS[@]}"

@@ -79,7 +79,7 @@ ANY_TASK = {
     "test_after_training.py", "test_backend.py", "test_console_scripts.py", "test_distributed.py",
     "test_launch_checks.py", "test_launch_scripts.py", "test_logprobs_fallback.py", "test_memory.py",
     "test_model_loading.py", "test_multinode.py", "test_plot.py", "test_priming_cli.py", "test_resume.py",
-    "test_slurm.py",
+    "test_sampler_gap.py", "test_slurm.py",
     "test_bad_input.py::test_a_too_long_question_is_left_out_of_priming",
     "test_bad_input.py::test_the_real_train_py_prints_only_the_line",
     "test_checkpoints.py::test_a_real_checkpoint_is_complete_and_every_half_written_one_is_not",

@@ -46,13 +46,15 @@ def fake_bin(tmp_path: Path, vllm_body: str = "import time; time.sleep(60)") -> 
     return bin_dir
 
 
-def run(script: str, tmp_path: Path, env: dict, vllm_body: str | None = None, timeout: float = 60):
+def run(script: str, tmp_path: Path, env: dict, vllm_body: str | None = None, timeout: float = 60,
+        config: str = CONFIG, extra: tuple = ()):
     bin_dir = fake_bin(tmp_path, *([vllm_body] if vllm_body else []))
     calls = tmp_path / "calls.jsonl"
     base = {k: v for k, v in os.environ.items() if k not in ("CUDA_VISIBLE_DEVICES", "GPUS")}
     full_env = {**base, "PATH": f"{bin_dir}{os.pathsep}{base['PATH']}", "CALLS": str(calls),
                 "PYTHON": sys.executable, **env}
-    done = subprocess.run(["bash", f"scripts/{script}", "configs/accelerate/zero3.yaml", CONFIG, "--max_steps", "3"],
+    done = subprocess.run(["bash", f"scripts/{script}", "configs/accelerate/zero3.yaml", config, *extra,
+                           "--max_steps", "3"],
                           cwd=ROOT, env=full_env, capture_output=True, text=True, timeout=timeout, check=False)
     records = [json.loads(line) for line in calls.read_text().splitlines()] if calls.exists() else []
     return done, {r["tool"]: r for r in records}
@@ -65,7 +67,8 @@ def option(argv: list[str], name: str) -> str:
 @pytest.mark.parametrize(("visible", "expected"), [(None, 8), ("0,1", 2), ("3", 1), ("2,5,7,-1,4", 3),
                                                    ("GPU-aaaa,GPU-bbbb", 2)])
 def test_colocate_counts_the_visible_gpus(tmp_path, visible, expected):
-    env = {} if visible is None else {"CUDA_VISIBLE_DEVICES": visible}
+    # PYTHON=true: the script's vLLM room check (a config parse, seconds) passes; it has its own test below
+    env = {"PYTHON": "true"} if visible is None else {"CUDA_VISIBLE_DEVICES": visible, "PYTHON": "true"}
     done, calls = run("launch_colocate.sh", tmp_path, env)
     assert done.returncode == 0, done.stderr
     argv = calls["accelerate"]["argv"]
@@ -87,9 +90,12 @@ def test_colocate_gpus_override_cannot_exceed_the_visible(tmp_path):
 def test_server_waits_for_health_then_trains_on_the_other_gpus(tmp_path):
     port = free_port()
     env = {"CUDA_VISIBLE_DEVICES": "4,5,6", "VLLM_PORT": str(port), "VLLM_WAIT_S": "30"}
-    done, calls = run("launch_server.sh", tmp_path, env, vllm_body=HEALTHY_SERVER)
+    override = ("--model_name_or_path", "other/model", "--build_tiny_model", "false", "--vllm_max_model_length", "777")
+    done, calls = run("launch_server.sh", tmp_path, env, vllm_body=HEALTHY_SERVER, extra=override)
     assert done.returncode == 0, done.stderr
     server, train = calls["vllm"], calls["accelerate"]
+    assert server["argv"][:2] == ["serve", "other/model"] and option(server["argv"], "--max-model-len") == "777"
+    assert option(train["argv"], "--model_name_or_path") == "other/model"
     assert server["argv"][0] == "serve" and server["cuda"] == "6" and server["dev_mode"] == "1"
     assert option(server["argv"], "--port") == str(port)
     assert json.loads(option(server["argv"], "--weight-transfer-config")) == {"backend": "nccl"}
@@ -109,6 +115,16 @@ def test_server_that_exits_is_reported(tmp_path):
     env = {"CUDA_VISIBLE_DEVICES": "0,1", "VLLM_PORT": str(free_port()), "VLLM_WAIT_S": "30"}
     done, calls = run("launch_server.sh", tmp_path, env, vllm_body="sys.exit(3)")
     assert done.returncode != 0 and "exited (status 3)" in done.stderr and "accelerate" not in calls
+
+
+def test_server_with_a_config_that_names_no_model_is_one_line(tmp_path):
+    config = tmp_path / "no-model.yaml"
+    config.write_text("".join(line for line in (ROOT / CONFIG).read_text().splitlines(keepends=True)
+                              if not line.startswith("model_name_or_path:")))
+    done, calls = run("launch_server.sh", tmp_path, {"CUDA_VISIBLE_DEVICES": "0,1"}, config=str(config))
+    assert done.returncode == 1 and "vllm" not in calls and "accelerate" not in calls
+    assert done.stderr.strip() == f"error: {config} sets no model_name_or_path: add it there, or pass " \
+                                  "--model_name_or_path", done.stderr
 
 
 def test_server_mode_needs_two_gpus(tmp_path):
@@ -131,3 +147,11 @@ def test_colocate_refuses_a_preset_whose_vllm_share_cannot_hold_the_weights(tmp_
         done.stderr.strip().splitlines()) == 1, done.stderr
     calls = (tmp_path / "calls.jsonl").read_text() if (tmp_path / "calls.jsonl").exists() else ""
     assert '"tool": "accelerate"' not in calls  # refused before the launch
+    # the check reads the settings as train.py does: a command-line override that gives vLLM room is honoured
+    done = subprocess.run(["bash", "scripts/launch_colocate.sh", "configs/accelerate/ddp.yaml", "configs/8gb.yaml",
+                           "--vllm_gpu_memory_utilization", "0.9"],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    launched = [json.loads(line) for line in (tmp_path / "calls.jsonl").read_text().splitlines()
+                if '"tool": "accelerate"' in line]
+    assert launched and launched[0]["argv"][-2:] == ["--vllm_gpu_memory_utilization", "0.9"]

@@ -5,6 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from _pkg import PKG, mod
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -125,21 +126,60 @@ def test_priming_bounds_its_logits_with_the_same_gradient(tmp_path, monkeypatch)
     model_dir = mod("training.tiny").build_tiny_model(tmp_path / "tiny", "curriculum:50")
     tokenizer = __import__("transformers").AutoTokenizer.from_pretrained(model_dir)
     batch = [priming.encode(tokenizer, row) for row in mod("data").priming_rows("curriculum:50", None, limit=4)]
-    results = []
-    for budget in (2**40, 1):  # one pass over the batch, then one sequence per micro-batch
+    assert mod("preflight.memory").PRIMING_LOGITS_BYTES == priming.LOGITS_BUDGET  # the estimator's figure
+    results, vocab = [], len(tokenizer)
+    width = max(len(ids) for ids, _ in batch)
+    row = (width - min(labels.count(-100) for _, labels in batch) + 1) * vocab * 8  # one row's kept logits, bytes
+    # one pass over the batch; one row per micro-batch; rows split over 3 positions, then over 1 (the budget's floor)
+    for budget in (2**40, row, 3 * vocab * 8, 1):
         monkeypatch.setattr(priming, "LOGITS_BUDGET", budget)
         model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
-        loss = priming.train_step(model, batch, tokenizer.pad_token_id, len(tokenizer), torch.device("cpu"),
-                                  torch.float32)
+        largest: list[int] = []
+        model.lm_head.register_forward_hook(lambda _module, _args, out, seen=largest: seen.append(out.numel() * 8))
+        loss = priming.train_step(model, batch, tokenizer.pad_token_id, vocab, torch.device("cpu"), torch.float32)
         results.append((loss, model.lm_head.weight.grad.clone()))
+        assert max(largest) <= max(budget, vocab * 8), (budget, max(largest))  # the bound is hard
     reference = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
     width = max(len(ids) for ids, _ in batch)
     labels = torch.tensor([lab + [-100] * (width - len(lab)) for _, lab in batch])
     ids = torch.tensor([i + [tokenizer.pad_token_id] * (width - len(i)) for i, _ in batch])
     mask = torch.tensor([[1] * len(i) + [0] * (width - len(i)) for i, _ in batch])
     expected = reference(input_ids=ids, attention_mask=mask, labels=labels).loss.item()  # the full-logits loss
-    assert abs(results[0][0] - expected) < 1e-5 and abs(results[1][0] - expected) < 1e-5
-    assert torch.allclose(results[0][1], results[1][1], atol=1e-6)
+    assert all(abs(loss - expected) < 1e-5 for loss, _ in results), (expected, results)
+    assert all(torch.allclose(results[0][1], grad, atol=1e-6) for _, grad in results[1:])
+
+
+def test_priming_that_will_not_fit_is_refused_before_loading(tmp_path, monkeypatch, capsys):
+    """An 8B full fine-tune primed on an 80 GiB GPU: train.py and the standalone command refuse with one line,
+    before any weight is loaded; LoRA with checkpointing passes the same check."""
+    import yaml
+
+    memory, train, config = mod("preflight.memory"), mod("training.train"), mod("config")
+    monkeypatch.setattr(memory, "detect_gpu_gb", lambda: 80.0)
+    loaded = []
+    monkeypatch.setattr(priming, "prime", lambda *args, **kwargs: loaded.append(args))
+    monkeypatch.setattr(mod("data"), "priming_rows", lambda *args, **kwargs: [])
+    big = ["--model_name_or_path", "Qwen/Qwen3-8B", "--build_tiny_model", "false", "--use_cpu", "false",
+           "--format_priming_batch_size", "8", "--max_completion_length", "1024", "--dtype", "bfloat16"]
+    args = config.parse_args(["--config", "configs/smoke.yaml", *big, "--output_dir", str(tmp_path / "a")])
+    with pytest.raises(SystemExit) as refused:
+        train.format_primed(*args[:3], train_split=None)
+    assert str(refused.value).startswith("error: format priming needs an estimated") and not loaded
+    assert "\n" not in str(refused.value)
+    settings = yaml.safe_load((ROOT / "configs" / "smoke.yaml").read_text())
+    settings.update(model_name_or_path="Qwen/Qwen3-8B", build_tiny_model=False, use_cpu=False,
+                    format_priming_batch_size=8, max_completion_length=1024, dtype="bfloat16",
+                    output_dir=str(tmp_path / "b"))
+    (tmp_path / "big.yaml").write_text(yaml.safe_dump(settings))
+    monkeypatch.setattr(priming, "prime_from_config", lambda *args, **kwargs: loaded.append(args))
+    capsys.readouterr()
+    assert priming.main(["--config", str(tmp_path / "big.yaml")]) == 1 and not loaded
+    err = capsys.readouterr().err
+    assert err.startswith("error: format priming needs an estimated") and err.count("\n") == 1, err
+    args = config.parse_args(["--config", "configs/smoke.yaml", *big, "--use_peft", "true",
+                              "--activation_checkpointing", "true", "--output_dir", str(tmp_path / "c")])
+    train.format_primed(*args[:3], train_split=None)  # LoRA with checkpointing fits: primed
+    assert len(loaded) == 1
 
 
 def test_priming_memory_is_estimated_and_checked_before_priming():
@@ -152,11 +192,11 @@ def test_priming_memory_is_estimated_and_checked_before_priming():
     full = memory.priming_gib(settings)
     assert full["weights"] > 28 and full["trainable"] > 80  # fp32 master weights and AdamW over 8B parameters
     assert full["logits"] <= 1.0  # bounded, not batch x length x vocab
-    assert memory.check_priming_fits(settings, gpu_gb=80)[0].startswith("format priming needs an estimated")
+    assert memory.priming_refusal(settings, gpu_gb=80).startswith("format priming needs an estimated")
     lora = memory.priming_gib({**settings, "use_peft": True, "lora_r": 64, "lora_target_modules": "all-linear",
                                "activation_checkpointing": True})
     assert sum(lora.values()) < 0.9 * 80
-    assert memory.check_priming_fits({**settings, "use_peft": True, "activation_checkpointing": True}, 80) == []
+    assert memory.priming_refusal({**settings, "use_peft": True, "activation_checkpointing": True}, 80) is None
 
 
 def test_a_short_try_says_that_priming_comes_first(tmp_path, monkeypatch, capsys):

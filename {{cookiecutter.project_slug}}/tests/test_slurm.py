@@ -44,7 +44,7 @@ time.sleep(60)
 """,
     # python -m <package>.preflight.doctor ...: recorded, exit FAKE_DOCTOR_RC; anything else runs the real interpreter
     "python": """
-if sys.argv[1:2] == ["-m"]:
+if sys.argv[1:2] == ["-m"] and sys.argv[2].endswith(".doctor"):
     sys.exit(int(os.environ.get("FAKE_DOCTOR_RC", "0")))
 os.execv(sys.executable, [sys.executable, *sys.argv[1:]])
 """,
@@ -73,7 +73,7 @@ sys.exit(max(child.wait() for child in children))
 }
 
 
-def run(tmp_path: Path, nodes: list[str] = NODES, mode: str = "server", **env: str):
+def run(tmp_path: Path, nodes: list[str] = NODES, mode: str = "server", extra: tuple = (), **env: str):
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     for name, body in TOOLS.items():
@@ -88,7 +88,8 @@ def run(tmp_path: Path, nodes: list[str] = NODES, mode: str = "server", **env: s
                 "SLURM_JOB_ID": JOB, "SLURM_JOB_NODELIST": f"gpu[01-{len(nodes):02d}]", "SLURM_SUBMIT_DIR": str(ROOT),
                 "SLURM_CPUS_PER_TASK": "32", "CUDA_VISIBLE_DEVICES": "0,1,2,3", "VLLM_MODE": mode,
                 "VLLM_POLL_S": "0.2", "PYTHON": "python", **env}
-    command = ["bash", str(ROOT / SCRIPT), "configs/accelerate/zero3.yaml", "configs/smoke.yaml", "--max_steps", "3"]
+    command = ["bash", str(ROOT / SCRIPT), "configs/accelerate/zero3.yaml", "configs/smoke.yaml", *extra,
+               "--max_steps", "3"]
     done = subprocess.run(command, cwd=tmp_path, env=full_env, capture_output=True, text=True, timeout=120, check=False)
     records = [json.loads(line) for line in calls.read_text().splitlines()] if calls.exists() else []
     return done, records
@@ -103,13 +104,16 @@ def of(records: list[dict], tool: str) -> list[dict]:
 
 
 def test_server_mode_trains_on_all_nodes_but_the_last(tmp_path):
-    done, records = run(tmp_path)
+    # an override on the command line reaches the server as it reaches train.py (the project's config parsing)
+    done, records = run(tmp_path, extra=("--model_name_or_path", "other/model", "--build_tiny_model", "false",
+                                         "--vllm_max_model_length", "777"))
     assert done.returncode == 0, done.stderr
     assert of(records, "scontrol")[0]["argv"] == ["show", "hostnames", "gpu[01-03]"]
     # vllm serve on the last node, every GPU of it (4 data-parallel replicas), dev endpoints for TRL's weight sync
     [server] = of(records, "vllm")
     assert server["env"]["SLURMD_NODENAME"] == "gpu03" and server["env"]["VLLM_SERVER_DEV_MODE"] == "1"
-    assert server["argv"][:2] == ["serve", ".smoke/tiny-model"] and option(server["argv"], "--port") == "8000"
+    assert server["argv"][:2] == ["serve", "other/model"] and option(server["argv"], "--port") == "8000"
+    assert option(server["argv"], "--max-model-len") == "777"
     assert option(server["argv"], "--data-parallel-size") == "4"
     assert (tmp_path / "logs" / f"{JOB}-gpu03.log").is_file()
     # its /health polled until it answered, and only then training started
@@ -133,6 +137,7 @@ def test_server_mode_trains_on_all_nodes_but_the_last(tmp_path):
         assert option(script, "--config") == "configs/smoke.yaml" and option(script, "--vllm_mode") == "server"
         assert option(script, "--vllm_server_host") == "gpu03" and option(script, "--vllm_server_port") == "8000"
         assert option(script, "--ddp_timeout") == "1800" and script[-2:] == ["--max_steps", "3"]
+        assert option(script, "--model_name_or_path") == "other/model"
         assert train["env"]["TORCH_NCCL_ASYNC_ERROR_HANDLING"] == "1" == train["env"]["NCCL_ASYNC_ERROR_HANDLING"]
         assert train["env"]["OMP_NUM_THREADS"] == "8"  # 32 CPUs of the task / 4 processes
         assert train["env"]["MASTER_ADDR"] == "gpu01" and train["env"]["MASTER_PORT"] == port

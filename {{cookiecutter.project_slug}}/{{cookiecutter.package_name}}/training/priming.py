@@ -199,33 +199,60 @@ def autocast_note(model, config_dtype, device) -> str:
 def train_step(model, batch, pad: int, vocab: int, device, config_dtype) -> float:
     """One optimizer step's gradients over ``batch`` (ids, labels); returns its mean loss per completion token.
 
-    The logits stay within ``LOGITS_BUDGET``: the batch runs in micro-batches (gradients accumulate) and only the
-    positions from the shortest prompt on go through the LM head (``logits_to_keep``)."""
+    The logits stay within ``LOGITS_BUDGET``: the batch runs in micro-batches (gradients accumulate), only the
+    positions from the shortest prompt on go through the LM head (``logits_to_keep``), and a row whose positions
+    alone exceed the budget goes through the LM head in spans of positions (``row_loss``)."""
     import torch
 
     width = max(len(ids) for ids, _ in batch)
     keep = width - min(labels.count(-100) for _, labels in batch) + 1  # the positions that predict a completion
-    micro = max(1, min(len(batch), LOGITS_BUDGET // max(1, keep * vocab * 4 * 2)))
+    micro = min(len(batch), LOGITS_BUDGET // max(1, keep * vocab * 4 * 2))
     tokens = sum(sum(1 for label in labels if label != -100) for _, labels in batch)
     half = config_dtype in (torch.bfloat16, torch.float16) and next(model.parameters()).dtype == torch.float32
     autocast = torch.autocast("cuda", dtype=config_dtype if half else torch.bfloat16, enabled=half
                               and device.type == "cuda")
     total = 0.0
-    for start in range(0, len(batch), micro):
-        part = batch[start:start + micro]
+    for start in range(0, len(batch), max(1, micro)):
+        part = batch[start:start + max(1, micro)]
         input_ids = torch.tensor([ids + [pad] * (width - len(ids)) for ids, _ in part], device=device)
         labels = torch.tensor([lab + [-100] * (width - len(lab)) for _, lab in part], device=device)
         attention = torch.tensor([[1] * len(ids) + [0] * (width - len(ids)) for ids, _ in part], device=device)
-        with autocast:
-            logits = model(input_ids=input_ids, attention_mask=attention, logits_to_keep=keep).logits
         targets = labels[:, width - keep + 1:]
-        loss = torch.nn.functional.cross_entropy(
-            logits[:, :-1].float().reshape(-1, logits.shape[-1]), targets.reshape(-1), ignore_index=-100,
-            reduction="sum",
-        ) / tokens
+        with autocast:
+            if micro < 1:  # one row's logits exceed the budget: split it over positions
+                loss = row_loss(model, input_ids, attention, targets, keep, LOGITS_BUDGET // (vocab * 4 * 2)) / tokens
+            else:
+                logits = model(input_ids=input_ids, attention_mask=attention, logits_to_keep=keep).logits
+                loss = torch.nn.functional.cross_entropy(
+                    logits[:, :-1].float().reshape(-1, logits.shape[-1]), targets.reshape(-1), ignore_index=-100,
+                    reduction="sum",
+                ) / tokens
         loss.backward()
         total += loss.item()
     return total
+
+
+def row_loss(model, input_ids, attention, targets, keep: int, span: int):
+    """Summed cross-entropy of one row's last ``keep - 1`` predictions, the LM head run on ``span`` positions at a
+    time and recomputed in the backward pass (checkpointed), so no more than one span's logits exist at once."""
+    import torch
+    from torch.utils.checkpoint import checkpoint
+
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    head, cap = base.get_output_embeddings(), getattr(base.config, "final_logit_softcapping", None)
+    hidden = base.get_decoder()(input_ids=input_ids, attention_mask=attention).last_hidden_state
+    hidden = hidden[:, hidden.shape[1] - keep:-1]
+
+    def span_loss(states, labels):
+        logits = head(states).float()
+        if cap:
+            logits = torch.tanh(logits / cap) * cap
+        return torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1),
+                                                 ignore_index=-100, reduction="sum")
+
+    span = max(1, span)
+    return sum(checkpoint(span_loss, hidden[:, i:i + span], targets[:, i:i + span], use_reentrant=False)
+               for i in range(0, hidden.shape[1], span))
 
 
 def lora_config(settings: dict):
@@ -252,6 +279,18 @@ def load_dtype(dtype):
     if dtype in ("float32", "bfloat16", "float16"):
         return getattr(torch, dtype)
     raise ValueError(f"dtype {dtype!r}: expected float32, bfloat16, float16 or auto")
+
+
+def refusal(settings: dict) -> str | None:
+    """The one line refusing format priming that the memory estimate says will not fit this GPU
+    (``preflight.memory.priming_refusal``), or None; a model the estimator does not know gets a note instead."""
+    from ..preflight import memory
+
+    try:
+        return memory.priming_refusal(settings)
+    except memory.EstimateError as error:
+        print(f"note: format priming memory estimate skipped: {error}", file=sys.stderr)
+        return None
 
 
 PRIMING_ROWS = 512  # train.py primes on the first 512 training rows too
@@ -321,6 +360,11 @@ def main(argv: list[str] | None = None) -> int:
         if is_model_dir(out) and not args.force:
             print(f"{out} already holds a primed model (pass --force to prime again)")
             return 0
+        if args.steps is not None:
+            settings["format_priming_steps"] = args.steps
+        if line := refusal(settings):  # before any weight is loaded
+            print(f"error: {line}", file=sys.stderr)
+            return 1
         primed = prime_from_config(settings, out, args.steps)
     except KeyError as error:
         print(f"error: {args.config} sets no {error}", file=sys.stderr)

@@ -20,6 +20,7 @@ from ..rewards import RewardSettings, build_reward_funcs
 from ..settings import use_cpu_threads
 from . import checkpoints, difficulty, distributed, health, model, priming, recheck, tiny
 from .progress import Interrupt, ProgressLine
+from .vllm_check import attach as measure_sampler_gap
 
 
 def main(
@@ -75,8 +76,8 @@ def format_primed(script_args: config.GRPOScriptArguments, training_args: GRPOCo
     primed = os.path.join(training_args.output_dir, "format-primed")
     if int(os.environ.get("RANK", "0")) == 0 and not checkpoints.is_model_dir(primed):
         settings = {**vars(model_args), **training_args.to_dict(), **vars(script_args)}
-        for line in memory.check_priming_fits(settings):  # before priming loads any weight
-            print(f"warning: {line}", file=sys.stderr)
+        if line := priming.refusal(settings):  # before priming loads any weight: what will not fit is refused
+            sys.exit(f"error: {line}")
         if script_args.format_priming_steps > training_args.max_steps > 0:  # a short try: say what comes first
             print(f"note: format priming (up to {script_args.format_priming_steps} steps, once per output_dir) runs "
                   f"before GRPO's {training_args.max_steps}; add --format_priming_steps 0 to skip it",
@@ -135,6 +136,7 @@ def build_trainer(script_args: config.GRPOScriptArguments, training_args: GRPOCo
         trainer.add_callback(checker)  # before the monitor: it logs the disagreement the monitor reads
     if (monitor := health.monitor_from_args(script_args, training_args.beta, checker)) is not None:
         trainer.add_callback(monitor)  # warnings while training, health.json at the end (see health.py)
+    measure_sampler_gap(trainer)  # vLLM runs: its log-probs against the trainer's, first batches (vllm_check.py)
     return trainer
 
 
