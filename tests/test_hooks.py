@@ -83,7 +83,7 @@ def _spec_copy(folder: Path, task: str = "math") -> Path:
         ("task.toml", "[dataset]", "[preset_settings]\ncpu_only = { x = 1 }\n[dataset]",
          "'preset_settings.cpu_only' is not one of comment, default, smoke, cpu-only,"),
         ("task.toml", "[dataset]", "[dataset", "Expected ']' at the end of a table declaration (at line"),
-        ("task.md", "## data", "## Data", "unknown section '## Data' (sections: data, correctness, curriculum,"),
+        ("task.md", "## data", "## Data", "unknown section '## Data' (sections: data, correctness, without tags, curriculum,"),
         ("task.md", "## correctness", "correctness", "missing section '## correctness'"),
         ("task.md", "- 4 of the 16", "4 of the 16", "section '## curriculum' holds only '- ' items, not '4 of the"),
         ("task.md", "- 4 of the 16", "  4 of the 16", "section '## curriculum' needs 3 '- ' items (priming, GRPO"),
@@ -315,15 +315,16 @@ def test_full_smoke_fails_a_step_that_stops_printing(tmp_path, defaults, capsys,
 
 
 def test_hook_sources_take_answers_only_as_data():
-    expected = {
-        "pre_gen_project": "    sys.exit(main(json.loads(r'''{{ cookiecutter | tojson }}'''), "
-        "json.loads(r'''{{ _cookiecutter | tojson }}''')))",
-        "post_gen_project": "    sys.exit(main(json.loads(r'''{{ cookiecutter | tojson }}''')))",
+    expected = {  # JSON in raw strings (tojson escapes quotes), read by json.loads: data, never code
+        "pre_gen_project": ["    sys.exit(main(json.loads(r'''{{ cookiecutter | tojson }}'''), "
+                            "json.loads(r'''{{ _cookiecutter | tojson }}''')))"],
+        "post_gen_project": ["    sys.exit(main(json.loads(r'''{{ cookiecutter | tojson }}'''),",
+                             "                  source=json.loads(r'''{{ template_source() | tojson }}''')))"],
     }
-    for name, line in expected.items():
+    for name, lines in expected.items():
         source = (ROOT / "hooks" / f"{name}.py").read_text()
         jinja = [text for text in source.splitlines() if "{{" in text or "{%" in text]
-        assert jinja == [line]
+        assert jinja == lines
 
 
 def test_next_path_is_relative_to_where_cookiecutter_started(tmp_path):
