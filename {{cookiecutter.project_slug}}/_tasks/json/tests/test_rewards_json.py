@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from pathlib import Path
@@ -122,32 +123,40 @@ def test_not_applicable_rows_are_none() -> None:
     assert out == [None] * 5
 
 
-def test_without_jsonschema_rows_are_none(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+@contextlib.contextmanager
+def without(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, *modules: str):
+    """The reward with ``modules`` not installed, in-process and in a worker of its own; yields that worker. After
+    it, the real reward is back and credits the gold again."""
     import builtins
 
     real_import = builtins.__import__
 
     def fake_import(name: str, *args: object, **kwargs: object) -> object:
-        if name.split(".")[0] in ("jsonschema", "referencing"):
+        if name.split(".")[0] in modules:
             raise ImportError(name)
         return real_import(name, *args, **kwargs)
 
-    (tmp_path / "jsonschema.py").write_text("raise ImportError('jsonschema is not installed')\n")
+    (tmp_path / f"{modules[0]}.py").write_text(f"raise ImportError('{modules[0]} is not installed')\n")
     worker = json_task.TimedWorker(json_task.WORKER.script, extra_path=(str(tmp_path),))
     json_task.schema_usable.cache_clear()
     json_task.local_validator.cache_clear()
     monkeypatch.setattr(json_task, "WORKER", worker)
     monkeypatch.setattr(builtins, "__import__", fake_import)
     try:
-        assert one(wrap(GOLD)) is None
-        assert one(wrap('{"s": "a"}'), schema=CATASTROPHIC, gold='{"s": "a"}') is None
-        assert worker.available is False and "not installed" in worker.error
+        yield worker
     finally:
         monkeypatch.undo()
         worker.close()
         json_task.schema_usable.cache_clear()
         json_task.local_validator.cache_clear()
     assert one(wrap(GOLD)) == 1.0
+
+
+def test_without_jsonschema_rows_are_none(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    with without(monkeypatch, tmp_path, "jsonschema", "referencing") as worker:
+        assert one(wrap(GOLD)) is None
+        assert one(wrap('{"s": "a"}'), schema=CATASTROPHIC, gold='{"s": "a"}') is None
+        assert worker.available is False and "not installed" in worker.error
 
 
 def test_schema_check_is_cached() -> None:
@@ -602,30 +611,9 @@ def test_a_sloppy_id_keeps_the_schema_usable_but_a_python_regex_does_not() -> No
 
 def test_without_the_ecma_regex_engine_rows_are_none(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """No regress: no verdict (a pattern matched by Python's re would be a false 0/1), in-process and in the worker."""
-    import builtins
-
-    real_import = builtins.__import__
-
-    def fake_import(name: str, *args: object, **kwargs: object) -> object:
-        if name.split(".")[0] == "regress":
-            raise ImportError(name)
-        return real_import(name, *args, **kwargs)
-
-    (tmp_path / "regress.py").write_text("raise ImportError('regress is not installed')\n")
-    worker = json_task.TimedWorker(json_task.WORKER.script, extra_path=(str(tmp_path),))
-    json_task.schema_usable.cache_clear()
-    json_task.local_validator.cache_clear()
-    monkeypatch.setattr(json_task, "WORKER", worker)
-    monkeypatch.setattr(builtins, "__import__", fake_import)
-    try:
+    with without(monkeypatch, tmp_path, "regress") as worker:
         assert one(wrap(GOLD)) is None
         assert worker.available is False and "regress" in worker.error
-    finally:
-        monkeypatch.undo()
-        worker.close()
-        json_task.schema_usable.cache_clear()
-        json_task.local_validator.cache_clear()
-    assert one(wrap(GOLD)) == 1.0
 
 
 @settings(max_examples=300, deadline=None)
