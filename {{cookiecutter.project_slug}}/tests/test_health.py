@@ -243,7 +243,10 @@ def test_the_check_stays_within_its_budget():
     logs = {"reward": 1.0}
     checker.on_log(None, state, None, logs=logs)
     assert "recheck/checked" not in logs and checker.checks == 3
-    checker.trained = 20.0
+    checker.trained = 20.0  # 2.5% spent, but one more check of the mean cost so far would pass 3%: skipped too
+    checker.on_log(None, state, None, logs=logs)
+    assert "recheck/checked" not in logs and checker.checks == 3
+    checker.trained = 25.0
     checker.on_log(None, state, None, logs=logs)
     assert logs["recheck/checked"] == 0 and checker.checks == 4
 

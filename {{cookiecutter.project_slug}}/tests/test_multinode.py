@@ -134,7 +134,8 @@ def test_two_nodes_of_one_process_train_and_save_one_model(tmp_path):
              "--mixed_precision", "no", "--num_machines", "2", "--machine_rank", str(rank), "--num_processes", "2",
              "--main_process_ip", "127.0.0.1", "--main_process_port", str(port), "--rdzv_backend", "static",
              "--same_network", "train.py", "--config", "configs/smoke.yaml", "--num_processes", "2",
-             "--model_name_or_path", str(tmp_path / "tiny-model"), "--format_priming_steps", "0",
+             "--model_name_or_path", str(tmp_path / "tiny-model"), "--build_tiny_model", "true",
+             "--format_priming_steps", "0",
              "--output_dir", str(out), "--max_steps", str(steps), "--save_steps", str(steps)],
             cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT))
     try:

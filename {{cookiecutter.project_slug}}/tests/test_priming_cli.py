@@ -177,7 +177,7 @@ def test_priming_that_will_not_fit_is_refused_before_loading(tmp_path, monkeypat
     err = capsys.readouterr().err
     assert err.startswith("error: format priming needs an estimated") and err.count("\n") == 1, err
     args = config.parse_args(["--config", "configs/smoke.yaml", *big, "--use_peft", "true",
-                              "--activation_checkpointing", "true", "--output_dir", str(tmp_path / "c")])
+                              "--gradient_checkpointing", "true", "--output_dir", str(tmp_path / "c")])  # both stacks
     train.format_primed(*args[:3], train_split=None)  # LoRA with checkpointing fits: primed
     assert len(loaded) == 1
 

@@ -14,9 +14,9 @@ The judging rewards are those the audit judges (``correctness`` and dotted rewar
 in a :class:`Recorder` that remembers what it credited. Every check logs ``recheck/disagreement`` (the rate),
 ``recheck/checked`` and ``recheck/seconds`` into the step's metrics; the health monitor reports a sustained rise as
 suspected reward hacking with the step it started (``health.py``: ``verifier_disagreement``), and health.json keeps
-the cost and a few examples. A check runs only while the checks' total time stays under ``BUDGET`` of the training
-time (a one-time start, such as the code check's sandbox, happens before training and is not counted), so a slow
-check runs every few steps instead of slowing each one.
+the cost and a few examples. A check runs only while the checks' total time, that check's expected cost included,
+stays under ``BUDGET`` of the training time (a one-time start, such as the code check's sandbox, happens before
+training and is not counted), so a slow check runs every few steps instead of slowing each one.
 """
 
 from __future__ import annotations
@@ -119,8 +119,8 @@ class Recheck(TrainerCallback):
     def on_log(self, args, state, control, logs=None, **kwargs):
         if not state.is_world_process_zero or not logs or "reward" not in logs:
             return
-        if self.checks and self.spent > self.budget * self.trained:
-            return  # over budget: the next logging step checks
+        if self.checks and self.spent * (self.checks + 1) / self.checks > self.budget * self.trained:
+            return  # one more check of the mean cost so far would go over budget: a later logging step checks
         started = time.monotonic()
         checked, disagreed = self.check(state.global_step)
         seconds = time.monotonic() - started
