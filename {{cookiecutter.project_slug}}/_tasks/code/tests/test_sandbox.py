@@ -254,17 +254,7 @@ def _left_behind(b) -> list[int]:
     for w in b._workers:
         if w is None:
             continue
-        stack, kids = [w.proc.pid], []
-        while stack:
-            p = stack.pop()
-            try:
-                for tid in os.listdir(f"/proc/{p}/task"):
-                    with open(f"/proc/{p}/task/{tid}/children") as f:
-                        got = [int(k) for k in f.read().split()]
-                    kids += got
-                    stack += got
-            except OSError:
-                pass
+        kids = _children(w.proc.pid)  # parents first: bwrap's pid 1, then the worker
         allowed = 2 if b.mode.startswith("bwrap") else 0  # bwrap's pid 1 and the worker
         out += kids[allowed:]
     return out
