@@ -790,3 +790,63 @@ def test_unearned_credit_scores_zero_beside_a_right_sibling() -> None:
         want += [0.0, 1.0]
     got = correctness(completions=[wrap(p) for p in preds], answer=golds)
     assert list(zip(preds, golds, got, strict=True)) == list(zip(preds, golds, want, strict=True))
+
+
+# Right answers read in more forms, each class beside its hostile variants (all in one call: a right answer keeps
+# its exact score beside the refused ones): (answer block, gold, score)
+MORE_FORMS = [
+    ("$\\\\boxed{\\\\frac{1}{2}}$", "\\frac{1}{2}", 1.0),  # LaTeX with every backslash doubled, in either side
+    ("\\frac{1}{2}", "\\\\frac{1}{2}", 1.0),
+    ("73 \\neq \\\\boxed{72}", "72", 0.0),  # halved, every rule still holds
+    ("\\\\boxed{72} \\\\text{ or } 73", "72", 0.0),
+    ("\\\\begin{pmatrix}3\\\\\\\\2\\\\\\\\1\\\\end{pmatrix}", _pm("1 \\\\ 2 \\\\ 3"), 0.0),
+    ("\\\\begin{pmatrix}1\\\\\\\\2\\\\\\\\3\\\\end{pmatrix}", _pm("1 \\\\ 2 \\\\ 3"), 1.0),
+    ("\\boxed{28\\%}", "Loss: $100 - 72 = 28$. Final Answer: The final answer is $28 \\%$. I hope it is correct. "
+     "Note: another approach follows:", 1.0),  # a gold that is a whole solution: its final answer
+    ("\\boxed{72\\%}", "Loss: $100 - 72 = 28$. Final Answer: The final answer is $28 \\%$. I hope it is correct.", 0.0),
+    ("0", "$1 = a = x = 0$", 1.0),  # a gold chain ending in a variable's value
+    ("0", "$2x + 4y - 3 = 0$", 0.0),
+    ("She earns $0.04 \\cdot 100 = \\boxed{4}$ dollars. So she has $104$. Final Answer: The final answer is $104$.",
+     "104", 1.0),  # a box ending a step of working, then the final answer
+    ("The answer is \\boxed{73}. Final Answer: The final answer is 72.", "72", 0.0),  # a box stated as the answer
+    ("\\boxed{73}\n\nFinal Answer: The final answer is 72.", "72", 0.0),
+    ("$x = \\boxed{73}$. Final Answer: The final answer is 72.", "72", 0.0),
+    ("\\boxed{(3, 3)} \\text{ for part (a) and } \\boxed{(1, 1)}", "(3, 3), (1, 1)", 1.0),  # boxes forming a list
+    ("\\boxed{(3, 3)} \\text{ (or) } \\boxed{(1, 1)}", "(3, 3), (1, 1)", 0.0),
+    ("\\boxed{72} \\text{ for part (a) and } \\boxed{73}", "72", 0.0),
+    ("$y_1 = \\boxed{2x + 1}$ and $y_2 = \\boxed{x - 3}$", "y_1 = 2x + 1, y_2 = x - 3", 1.0),  # named boxes
+    ("$y_1 = \\boxed{x - 3}$ and $y_2 = \\boxed{2x + 1}$", "y_1 = 2x + 1, y_2 = x - 3", 0.0),
+    ("$x = \\boxed{72}$ and $x = \\boxed{73}$", "72", 0.0),  # two values for one name
+    ("$y_1 = \\boxed{72}$ and $y_2 = \\boxed{73}$", "72", 0.0),
+    ("$x = \\boxed{2x + 1}$ and $x = \\boxed{x - 3}$", "2x + 1", 0.0),
+    ('The final answer is "$12$ and $13$".', "12 \\text{ and } 13", 1.0),  # a quoted answer
+    ('"72" or "73"', "72", 0.0),
+    ("Its value becomes $.72x$, making for a total loss of $\\boxed{28\\%}$.", "28\\%", 1.0),  # a closing phrase
+    ("It is $\\boxed{73}$, making for a total of $\\boxed{72}$.", "72", 0.0),
+    ("It is $73$, or making $\\boxed{72}$.", "72", 0.0),
+    ("Rounded to the nearest cent, it is worth $\\boxed{\\$16386.17}$ after 5 years.", "16386.17", 1.0),
+    ("Rounded to the nearest cent, it is worth $\\boxed{\\$16386.17}$ after 5 years.", "16386.1694", 0.0),
+    ("Rounded to the nearest cent, it is worth about $\\boxed{\\$16386.17}$.", "16386.17", 0.0),
+    ("Rounded to the nearest tenth, it is $\\boxed{0.3}$.", "\\frac{1}{3}", 0.0),
+    ("Rounded to the nearest whole number, it is $\\boxed{72}$.", "72", 0.0),
+    ("It is about $\\boxed{72}$.", "72", 0.0),  # words around a math span that hedge or change it
+    ("It is twice $\\boxed{72}$.", "72", 0.0),
+    ("It is $\\boxed{72}$.", "72", 1.0),
+    ("Here is a zero matrix: $ \\begin{pmatrix}0 & 0 \\\\0 & 0\\end{pmatrix} $", _pm("0 & 0 \\\\ 0 & 0"), 1.0),
+    ("Rounded to the nearest tenth, it is $\\boxed{16386.17}$.", "16386.17", 0.0),
+    ("4, 5", "AB=4, CD=5", 1.0),  # named values given in the gold's order
+    ("\\boxed{-5, \\frac{14}{3}}", "\\boxed{x = -5,\\ p = \\frac{14}{3}}", 1.0),
+    ("(5,2),(7,2)", "p=5,q=2;p=7,q=2", 1.0),
+    ("5, 4", "AB=4, CD=5", 0.0),
+    ("(2,5),(2,7)", "p=5,q=2;p=7,q=2", 0.0),
+    ("4, 5, 6", "AB=4, CD=5", 0.0),
+    ("\\{4, 5\\}", "AB=4, CD=5", 0.0),
+    ("4 or 5", "AB=4, CD=5", 0.0),
+]
+
+
+def test_more_forms_both_ways_in_one_call() -> None:
+    got = correctness(completions=[wrap(pred) for pred, _, _ in MORE_FORMS], answer=[g for _, g, _ in MORE_FORMS])
+    wrong = [(pred, gold, want, score) for (pred, gold, want), score in zip(MORE_FORMS, got, strict=True)
+             if score != want]
+    assert not wrong

@@ -122,11 +122,35 @@ def several_boxes(region: str, answer_block: bool) -> bool:
     return disagree and _JOINERS.fullmatch(region, end + 1, start) is not None
 
 
+_BACKSLASHES = re.compile(r"\\+(?=[A-Za-z{}()\[\]%$])")
+_DOUBLED_COMMAND = re.compile(r"(?<!\\)\\\\[A-Za-z]")
+_SINGLE_COMMAND = re.compile(r"(?<!\\)\\(?![nrt])[A-Za-z]")  # "\n", "\t", "\r": an escaped string's own escapes
+_ESCAPES = {(1, "n"), (1, "r"), (1, "t")}
+_HALVED = re.compile(r"\\\\\\\\|(?<!\\)\\\\(?=[A-Za-z{}()\[\]%$])")
+
+
+def undouble(text: str) -> str:
+    r"""LaTeX written with every backslash doubled, as in an escaped string (``\\frac{1}{2}``, ``\\boxed{7}``), with
+    its backslashes halved; any other text unchanged. Doubled means: at least one doubled command, no single-backslash
+    command (an escaped string's ``\n``, ``\t``, ``\r`` aside, left as they are), and every run of backslashes before
+    a letter, a bracket, ``%`` or ``$`` of even length. Only such runs are halved (``\\\\`` to a row break): a doubled
+    ``\\ `` stays a row break, never the spacing ``\ ``. The result is text its writer could have written, and it
+    is judged by every rule (a misread text gains nothing: "73 \neq \\boxed{72}" still negates)."""
+    if "\\\\" not in text or not _DOUBLED_COMMAND.search(text) or _SINGLE_COMMAND.search(text):
+        return text
+    runs = ((len(m.group(0)), text[m.end()]) for m in _BACKSLASHES.finditer(text))
+    if any(n % 2 and (n, c) not in _ESCAPES for n, c in runs):
+        return text
+    return _HALVED.sub(lambda m: m.group(0)[: len(m.group(0)) // 2], text)
+
+
 def gold_text(gold: str) -> str:
     r"""The final answer inside a gold ``answer`` cell: after ``####``, else the last ``\boxed{}``, else all."""
     if "####" in gold:
         return gold.rsplit("####", 1)[1].strip()
     boxed = last_boxed(gold)
+    if boxed is None and gold.rfind("\\boxed{") >= 0:  # a box left open: what follows it
+        boxed = gold[gold.rfind("\\boxed{") + len("\\boxed{") :]
     return (boxed if boxed is not None else gold).strip()
 
 
@@ -268,6 +292,9 @@ SPACED_THOUSANDS = re.compile(r"[-+]?\d{1,3}(?: \d{3})+(?:\.\d+)?")
 _DECIMAL_COMMA = re.compile(r"([-+]?\d+),(\d+)")
 
 
+_QUOTED = re.compile(r'\\?["“]([^"“”]*?)\\?["”]\.?')
+
+
 def _space(m: re.Match[str]) -> str:
     return m.group(0) if m.group(0) == "\\\\" else " "
 
@@ -279,6 +306,9 @@ def normalize(s: str) -> str:
     s = _OVER.sub(r"\\frac{\1}{\2}", _BOLD.sub(r"\1", _SEPARATED_THOUSANDS.sub(",", s)))
     if len(s) > 4 and s.startswith("**") and s.endswith("**"):  # Markdown bold around the whole answer
         s = s[2:-2].strip()
+    quoted = _QUOTED.fullmatch(s)
+    if quoted:  # "\"$12$ and $13$\"." -> $12$ and $13$
+        s = quoted.group(1).strip()
     lead = _LEAD_IN.match(s)
     if lead:
         s = s[lead.end() :]

@@ -267,7 +267,9 @@ def _free_after(context: str, k: int, box_starts: set[int]) -> bool:
     return bool(words) and (_plain_word(words[0].rstrip(".,:")) or words[0] in SINGLE_LETTER_UNITS)
 
 
-_LIST_JOINERS = re.compile(r"(?:[\sA-Za-z,&$]|\\[,;: !()]|\\q?quad(?![A-Za-z])|\\text\s*\{[A-Za-z\s,]*\})*")
+_LIST_JOINERS = re.compile(r"(?:[\sA-Za-z,&$]|\\[,;: !()]|\\q?quad(?![A-Za-z])|\\text\s*\{[A-Za-z\s,()]*\})*")
+# "y_1 = " before a box: its name, when every box of a list has one ("y_1 = \boxed{a} and y_2 = \boxed{b}")
+_NAME_BEFORE = re.compile(r"(?<![A-Za-z\\])([A-Za-z](?:_\{?[A-Za-z0-9]{1,3}\}?)?)\s*=\s*\$?\s*$")
 _NOT_A_LIST = re.compile(
     r"\b(?:or|nor|not|no|to|then|either|maybe|perhaps|vs|versus|actually|instead|rather|wait|than|from|between|"
     r"but|except|plus|minus|times|over)\b",
@@ -280,12 +282,24 @@ def box_list(context: str, boxes: list[Span], lenient: bool = False) -> str | No
     joined by commas, when only commas, "and", words, spacing or ``\text{and}`` join them (never "or", "not", an
     arrow or an operator) and the rest of the context frames them; else None. ``lenient`` (a gold, which is
     trusted): anything but those words joins them, and the rest of the context is not checked."""
-    for (_, _, end), (start, _, _) in zip(boxes, boxes[1:], strict=False):
+    names = _names(context, boxes)
+    starts = [m.start() if m else pos for m, (pos, _, _) in zip(names, boxes, strict=True)]
+    for (_, _, end), start in zip(boxes, starts[1:], strict=False):
         joiner = context[end + 1 : start]
         if not (lenient or _LIST_JOINERS.fullmatch(joiner)) or _NOT_A_LIST.search(joiner):
             return None
-    if not (lenient or _framing(context[: boxes[0][0]], context[boxes[-1][2] + 1 :])):
+    if not (lenient or _framing(context[: starts[0]], context[boxes[-1][2] + 1 :])):
         return None
     if not all(context[a:b].strip() for _, a, b in boxes):
         return None  # an empty box
-    return ", ".join(context[a:b].strip() for _, a, b in boxes)
+    label = [f"{m.group(1)} = " if m else "" for m in names]
+    return ", ".join(name + context[a:b].strip() for name, (_, a, b) in zip(label, boxes, strict=True))
+
+
+def _names(context: str, boxes: list[Span]) -> list[re.Match[str] | None]:
+    """The ``name =`` before each box when every box has one and the names differ ("y_1", "y_2"), else Nones (one
+    name given twice, "x = \\boxed{72} and x = \\boxed{73}", names no list)."""
+    ends = [0] + [b + 1 for _, _, b in boxes[:-1]]
+    found = [_NAME_BEFORE.search(context, end, pos) for end, (pos, _, _) in zip(ends, boxes, strict=True)]
+    keys = {m.group(1).replace("{", "").replace("}", "") for m in found if m}
+    return found if len(keys) == len(boxes) else [None] * len(boxes)

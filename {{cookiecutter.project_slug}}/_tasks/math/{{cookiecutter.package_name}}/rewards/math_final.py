@@ -45,6 +45,10 @@ _HEDGE_BEFORE = re.compile(
     r"otherwise|alternatively)\b|\?",
     re.IGNORECASE,
 )
+_APPROX_WORD = re.compile(
+    r"\b(?:approximately|approx|about|around|roughly|nearly|almost|circa|estimated|nearest|round(?:ed|ing)?)\b",
+    re.IGNORECASE,
+)
 _NEGATED = re.compile(r"\b(?:not|no|never|isn'?t|wasn'?t|neither|nor)\b|\\neq|\\not|≠", re.IGNORECASE)
 _BARE_VALUE = re.compile(r"[\s$\\()\[\]{}]*[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?[\s$\\()\[\]{}.]*")  # "7,14" lists
 # what may link the chain of a math span to the box that ends it, and what may follow that box
@@ -124,6 +128,8 @@ def final_statement(block: str) -> tuple[str, list[str], bool] | None:
     if boxes:
         last = boxes[-1][0]
         index = next((i for i, (a, b) in enumerate(spans) if a <= last < b), -1)
+        # "... = \boxed{255}. Final Answer: The final answer is $10,455$.": a later lead-in stating a value is final
+        index = next((i for i in range(len(texts) - 1, index, -1) if _lead_value(texts[i])), index)
     if index < 0:
         index = next((i for i in range(len(texts) - 1, -1, -1) if LEAD_IN.search(texts[i])), -1)
     if index < 0:
@@ -145,7 +151,10 @@ def stated_value(statement: str) -> str | None:
         return None
     boxes = top_level_boxes(statement)
     if boxes:
-        return normalize(statement[boxes[-1][1] : boxes[-1][2]])
+        pos, a, b = boxes[-1]
+        if _working_box(statement, pos) and not LEAD_IN.search(statement):
+            return None  # "$0.04 \cdot 10,000 = \boxed{200}$": a step's result in the working, not an answer
+        return normalize(statement[a:b])
     lead = _last(LEAD_IN, statement)
     if lead is not None:
         value = normalize(statement[lead.end() :])
@@ -154,6 +163,19 @@ def stated_value(statement: str) -> str | None:
     if _BARE_VALUE.fullmatch(statement) and not _ENUMERATOR.fullmatch(statement):
         return normalize(statement)
     return None
+
+
+def _lead_value(statement: str) -> bool:
+    """Whether ``statement`` states a value after an answer lead-in ("The final answer is $10,455$.")."""
+    return LEAD_IN.search(statement) is not None and stated_value(statement) is not None
+
+
+def _working_box(statement: str, pos: int) -> bool:
+    r"""Whether the box at ``pos`` ends an equation chain of working in its math: "=" before it, and a digit in
+    what precedes that "=" ("$0.04 \cdot 10,000 = \boxed{200}$"; never "$x = \boxed{73}$")."""
+    chain = statement[math_start(statement, pos) : pos]
+    link = _LINK.search(chain)
+    return link is not None and link.group(0).strip() == "=" and re.search(r"\d", chain[: link.start()]) is not None
 
 
 def _last(pattern: re.Pattern[str], text: str) -> re.Match[str] | None:
@@ -178,9 +200,10 @@ def competing(final: str, others: list[str], retracted: bool) -> bool:
 
 
 def _clean_before(head: str) -> bool:
-    """What precedes the answer in its statement neither hedges nor negates it (a negation naming another value,
+    """What precedes the answer in its statement neither hedges, approximates ("Rounded to the nearest whole number,
+    it is $\\boxed{72}$"; as a word: "A \\approx 12.5" is working) nor negates it (a negation naming another value,
     "not 10", is allowed)."""
-    if _HEDGE_BEFORE.search(head):
+    if _HEDGE_BEFORE.search(head) or _APPROX_WORD.search(head):
         return False
     return all(re.search(r"\d", head[m.end() :]) for m in _NEGATED.finditer(head))
 
@@ -201,9 +224,37 @@ def _framed_span(part: str) -> str | None:
         return None
     m = spans[0]
     rest = part[: m.start()] + " " + part[m.end() :]
-    if not _PLAIN_WORDS.fullmatch(rest):
+    if not _PLAIN_WORDS.fullmatch(rest) or _HEDGE_BEFORE.search(rest) or _NEGATED.search(rest):
         return None
+    if any(screen.search(rest) for screen in (NEGATION, APPROX, BOUND, HEDGE_WORDS)):
+        return None  # "about $\\boxed{72}$", "or making $\\boxed{72}$": words that hedge the span
+    near = re.findall(r"[A-Za-z]+", part[: m.start()])[-1:] + re.findall(r"[A-Za-z]+", part[m.end() :])[:1]
+    if VALUE_WORDS & {w.lower() for w in near}:
+        return None  # "twice $72$", "$72$ thousand" ("a zero matrix: $...$" names it)
     return next(g for g in m.groups() if g is not None)
+
+
+_CLAUSE_TOKENS = re.compile(r"\$\$|(?<!\\)\$|\\[\[(]|\\[\])]|\\begin\{|\\end\{|[,;](?=\s)")
+
+
+_PHRASE_START = re.compile(r"\s*[A-Za-z]{2,}\s")
+
+
+def _last_clause(statement: str, pos: int) -> int:
+    """Where the clause of ``statement`` holding ``pos`` starts: after the last ", " or "; " before ``pos`` that is
+    outside math; 0 when there is none. One regex pass, whose tokens each start differently."""
+    dollars, depth, start = 0, 0, 0
+    for m in _CLAUSE_TOKENS.finditer(statement, 0, pos):
+        token = m.group(0)
+        if token in ("$", "$$"):
+            dollars ^= 1
+        elif token in ("\\[", "\\(", "\\begin{"):
+            depth += 1
+        elif token in ("\\]", "\\)", "\\end{"):
+            depth = max(0, depth - 1)
+        elif not (dollars or depth):
+            start = m.end()
+    return start
 
 
 def candidates(statement: str) -> list[tuple[str, str]]:
@@ -235,6 +286,13 @@ def candidates(statement: str) -> list[tuple[str, str]]:
         tail = statement[closer.end() :] if closer else ""
         if closer and _COMPLEMENT.match(tail) and _plain_predicate(tail):  # "$\\boxed{72}$ after 5 years."
             out.append((statement[: closer.end()], ""))
+        clause = _last_clause(statement, pos)
+        if clause > 0 and len(boxes) == 1 and _PHRASE_START.match(statement, clause) and _plain_predicate(
+            statement[clause:pos]
+        ):
+            # "..., its value becomes $.72x$, making for a total loss of $\\boxed{28\\%}$.": a phrase ending in the
+            # statement's one box (never "\\boxed{73}, \\boxed{72}")
+            out.append((statement[clause:], statement[:clause]))
         shown = statement.rfind("\\]", 0, pos)
         if shown > 0:  # "\\[ ...working... \\] for a quotient of $\\boxed{204_5}$."
             out.append((statement[shown + 2 :], ""))
@@ -243,3 +301,43 @@ def candidates(statement: str) -> list[tuple[str, str]]:
         if span is not None:
             out.append((span, head))
     return [(answer, head) for answer, head in out if head == "" or _clean_before(head)]
+
+
+def gold_answer(gold: str, text: str) -> str:
+    """The final answer of a gold ``text`` (from :func:`~.math_answer.gold_text`) that is a whole solution with an
+    answer lead-in ("... Final Answer: The final answer is $28 \\%$. I hope it is correct."): what follows its last
+    lead-in; and of an equation chain ending in a variable's value ("1 = a = x = 0"): that value. Else ``text``."""
+    if text == gold.strip() and len(statements(gold)) > 1 and LEAD_IN.search(gold):
+        found = final_statement(gold)
+        lead = _last(LEAD_IN, found[0]) if found else None
+        if found and lead is not None and stated_value(found[0]) is not None:
+            text = found[0][lead.end() :].strip()
+    sides = _CHAIN_SIDES.split(text)
+    if len(sides) > 2 and re.fullmatch(r"\s*\$?\s*[A-Za-z]\s*", sides[-2]):
+        text = sides[-2].strip(" $") + " = " + sides[-1].strip(" $")
+    return text
+
+
+_CHAIN_SIDES = re.compile(r"(?<![<>!\\])=")
+
+
+_PLACES = {"tenth": 1, "hundredth": 2, "cent": 2, "penny": 2, "thousandth": 3}
+_ROUNDED_TO = re.compile(
+    r"\b(?:rounded|rounding|correct|accurate)\s+to\s+(?:the\s+nearest\s+(tenth|hundredth|cent|penny|thousandth)"
+    r"|(\d)\s+decimal\s+places?)\b,?",
+    re.IGNORECASE,
+)
+
+
+def without_stated_rounding(statement: str, places: int) -> str:
+    """``statement`` without the phrase that names the precision it is rounded to ("Rounded to the nearest cent,",
+    "correct to 2 decimal places") when that precision is the gold's own, ``places`` >= 1 decimal places (a gold
+    written to the cent); the value must then still equal the gold exactly. Any other statement unchanged."""
+    if places < 1:
+        return statement
+    for m in _ROUNDED_TO.finditer(statement):
+        named = _PLACES[m.group(1).lower()] if m.group(1) else int(m.group(2))
+        if named == places:
+            statement = statement[: m.start()] + " " * (m.end() - m.start()) + statement[m.end() :]
+    return statement
+

@@ -1,4 +1,4 @@
-r"""Math answers: measurement units and numbers written in words.
+r"""Math answers: measurement units, numbers written in words, and named values given in order.
 
 :func:`unit_of` names the measurement unit an answer gives (``5 cm``, ``5\\text{ km}``, ``\\$72``, ``72 cents``),
 so that an answer in another unit than the gold's scores 0.0 (count nouns such as "72 clips" name none);
@@ -12,6 +12,40 @@ import re
 from fractions import Fraction
 
 from .math_answer import _ALPHA, _TEXT_CMD, strip_delims, strip_unit_tail
+
+_NAMED = re.compile(r"\s*[A-Za-z][A-Za-z_{}0-9]*\s*=(?!=)")  # "AB = ", "y_{1}="
+
+
+def top_level_split(s: str, sep: str) -> list[str]:
+    """``s`` split at each ``sep`` outside brackets and braces (one pass)."""
+    parts, depth, start = [], 0, 0
+    for i, c in enumerate(s):
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth = max(0, depth - 1)
+        elif c == sep and depth == 0:
+            parts.append(s[start:i])
+            start = i + 1
+    return [*parts, s[start:]]
+
+
+def ordered_values(gold: str, pred: str) -> tuple[str, str] | None:
+    """A gold of several named values ("AB=4, CD=5"; solutions apart by ";": "p=5,q=2;p=7,q=2") and an answer
+    giving the values without names ("4, 5"; "(5,2),(7,2)") as tuples in the gold's order, for math-verify (whose
+    tuples are ordered): ``("(4, 5)", "(4, 5)")``; None when they are not of that form or their counts differ."""
+    solutions = [top_level_split(part, ",") for part in gold.split(";")]
+    if not all(_NAMED.match(v) for values in solutions for v in values) or len(solutions[0]) < 2:
+        return None
+    tuples = ["(" + ", ".join(_NAMED.sub("", v, count=1).strip() for v in values) + ")" for values in solutions]
+    items = [v.strip() for v in top_level_split(pred.strip(), ",")]
+    if len(solutions) == 1 and len(items) == 1 and items[0].startswith("(") and items[0].endswith(")"):
+        items = [v.strip() for v in top_level_split(items[0][1:-1], ",")]  # "(4, 5)"
+    if any("=" in v for v in items):
+        return None
+    if len(solutions) == 1:
+        return (tuples[0], "(" + ", ".join(items) + ")") if len(items) == len(solutions[0]) else None
+    return (", ".join(tuples), ", ".join(items)) if len(items) == len(solutions) else None
 
 _SMALL = {w: i for i, w in enumerate(
     "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "

@@ -8,11 +8,17 @@ the answer it states (:mod:`.math_final`): a sentence or a true chain of working
 ("Therefore $x \geq 5$ is the solution.", "48 + 24 = 72, so the answer is \boxed{72}", a whole solution ending in
 "The final answer is $14{,}916$. I hope it is correct."), while another statement stating a different answer, a
 statement after it taking it back ("Wait, actually 73."), hedging or negating words before it, or a chain of
-working ending in the answer that does not hold ("2^6 = 72, so the answer is 72") score 0.0. Several boxes joined
-only by commas, "and" or spacing are one list answer (``\boxed{1}, \boxed{2}``; a gold written that way too).
+working ending in the answer that does not hold ("2^6 = 72, so the answer is 72") score 0.0. A later "The final
+answer is 10,455" is the final statement, and a box that ends a step of working (``0.05 \cdot 10200 = \boxed{255}``)
+states no competing answer. Several boxes joined only by commas, "and", spacing or words such as ``\text{ for part
+(a) and }`` are one list answer (``\boxed{1}, \boxed{2}``; a gold written that way too), named when every box has
+its own name (``y_1 = \boxed{a}`` and ``y_2 = \boxed{b}``; one name twice is no list). "Rounded to the nearest
+cent" is no approximation for a gold written to the cent. LaTeX with every backslash doubled (``\\frac``, as in
+an escaped string) is read with them halved, on either side.
 
 Gold (column ``answer``): a bare value (``"72"``), a GSM8K solution ending ``#### 1,234``, or LaTeX (its last box,
-or its boxes as a list).
+or its boxes as a list; a box left open: what follows it); a whole solution without a box: what follows its last
+"The final answer is"; an equation chain ending in a variable's value (``1 = a = x = 0``): that value.
 
 Scoring (``correctness`` in {0, 1}, or None):
 
@@ -30,8 +36,9 @@ Scoring (``correctness`` in {0, 1}, or None):
    1/3 ~ 0.333333, never 0.333); a short sentence holding exactly one number; or an arithmetic expression or an
    equation chain of them, every side of which equals the gold ("48 + 24 = 72"; "2^6 = 72" scores 0.0).
 3. Any other gold: identical normalised strings; a word answer compared as words; named values (``x=2, y=3``)
-   need the names; an equation gold is compared as an equation (``y = -x/2 + 3/4`` is ``2x + 4y - 3 = 0``);
-   otherwise math-verify decides (``parse`` + ``verify`` on ``\boxed{...}``-wrapped strings, so "72 or 73" parses
+   need the names or the values in the gold's order (``4, 5`` for ``AB=4, CD=5``; math-verify's lists are sets, so
+   the values go to it as tuples); an equation gold is compared as an equation (``y = -x/2 + 3/4`` is
+   ``2x + 4y - 3 = 0``); otherwise math-verify decides (``parse`` + ``verify`` on ``\boxed{...}``-wrapped strings, so "72 or 73" parses
    as a set, never as "the last number"). An equation chain must hold on every side.
 
 Anti-gaming (each scores 0.0 against a gold that does not itself have the feature): several candidates ("72 or
@@ -78,9 +85,10 @@ from .math_answer import (
     several_boxes,
     strip_delims,
     top_level_boxes,
+    undouble,
 )
 from .math_box import box_answer, box_list, extract_prediction
-from .math_final import candidates, competing, final_statement
+from .math_final import candidates, competing, final_statement, gold_answer, without_stated_rounding
 from .math_screens import (
     APPROX,
     ARITHMETIC,
@@ -92,7 +100,7 @@ from .math_screens import (
     number_in_prose,
     pathological,
 )
-from .math_units import other_quantity
+from .math_units import ordered_values, other_quantity
 from .timed_worker import TimedWorker
 
 VERIFY_TIMEOUT_S = 1.0
@@ -134,7 +142,8 @@ class Gold:
 @lru_cache(maxsize=8192)
 def parse_gold(gold: str) -> Gold | None:
     """The normalised gold of an ``answer`` cell, or None when it is empty."""
-    raw = gold_text(gold)
+    gold = undouble(gold)
+    raw = gold_answer(gold, gold_text(gold))
     boxes = top_level_boxes(gold) if "####" not in gold else []
     if len({gold[a:b].strip() for _, a, b in boxes}) > 1:  # "\boxed{1} and \boxed{2}": one answer, a list
         raw = box_list(gold, boxes, lenient=True) or raw
@@ -192,7 +201,7 @@ def score(completion_text: str, gold_cell: object) -> float | None:
         return None
     if completion_text.count("\\boxed") + completion_text.count("\\fbox") > MAX_BOXES:
         return 0.0
-    completion_text = _IN_BOX.sub(r"\1 = \\boxed", completion_text)  # "x \in \boxed{[0, 1)}" names the box
+    completion_text = _IN_BOX.sub(r"\1 = \\boxed", undouble(completion_text))  # "x \in \boxed{[0, 1)}" names the box
     answer = extract_answer(completion_text)
     raw = extract_prediction(completion_text)
     region = answer if answer is not None else completion_text
@@ -215,7 +224,8 @@ def _final(block: str, gold: Gold, judged: str | None) -> float | None:
     if found is None or competing(*found):
         return 0.0
     overruns = WORKER.overruns
-    for answer, head in candidates(found[0]):
+    places = decimals(gold.text) if gold.number is not None else 0
+    for answer, head in candidates(without_stated_rounding(found[0], places)):
         if answer.strip() == (judged or "").strip() or WORKER.overruns != overruns:
             continue  # judged already, or a comparison ran out of time: nothing more is tried
         clauses = [c for c in _CLAUSE.split(head) if c and "=" in c]
@@ -289,8 +299,9 @@ def _judge(raw: str, gold: Gold) -> float | None:
     if _WORDS.fullmatch(gold.text) and not MATH_NAMES & set(gold.text.lower().split()):  # "Monday", "yes"
         return 1.0 if pred.casefold() == gold.text.casefold() else 0.0
     named = len(_ASSIGNMENT.findall(gold.text))
-    if named > 1 and len(_ASSIGNMENT.findall(pred)) != named:
-        return 0.0  # "x=2, y=3" is answered with the names: "3, 2" does not say which is which
+    if named > 1 and len(_ASSIGNMENT.findall(pred)) != named:  # "x=2, y=3": the names, or the values in that order
+        ordered = ordered_values(gold.text, pred) if not pathological(pred) else None
+        return 0.0 if ordered is None else _verified(Gold(ordered[0], None, gold.raw), [ordered[1]])
     sides = [pred]
     if "=" in pred and "=" not in gold.text:  # an equation chain: every side must equal the gold
         sides = _sides(pred)
