@@ -38,8 +38,8 @@ Scoring (``correctness`` in {0, 1}, or None):
 3. Any other gold: identical normalised strings; a word answer compared as words; named values (``x=2, y=3``)
    need the names or the values in the gold's order (``4, 5`` for ``AB=4, CD=5``; math-verify's lists are sets, so
    the values go to it as tuples); an equation gold is compared as an equation (``y = -x/2 + 3/4`` is
-   ``2x + 4y - 3 = 0``); otherwise math-verify decides (``parse`` + ``verify`` on ``\boxed{...}``-wrapped strings, so "72 or 73" parses
-   as a set, never as "the last number"). An equation chain must hold on every side.
+   ``2x + 4y - 3 = 0``); otherwise math-verify decides (``parse`` + ``verify`` on ``\boxed{...}``-wrapped strings,
+   so "72 or 73" parses as a set, never as "the last number"). An equation chain must hold on every side.
 
 Anti-gaming (each scores 0.0 against a gold that does not itself have the feature): several candidates ("72 or
 73", "73 \to 72", "between 70 and 74", "73, actually 72", one number per line, "72 73"); disagreeing boxes; more than
