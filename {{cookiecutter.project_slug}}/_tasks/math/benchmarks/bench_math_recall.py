@@ -57,8 +57,6 @@ REFUSED_ON_PURPOSE: dict[tuple[str, str], str] = {
         "a relation for a set; " + _PAIR.format("allow_set_relation_comp=False"),
     ("test_number_extraction", "Soucis : 2,74 $ a.."): "a letter after the number ('2,74 $ a'), read as a product as "
                                                        "'72 a' is",
-    ("test_numina_cases", "W(x)=1orW(x)=-1"): "a word glued into the math ('1orW(x)' reads as the product "
-                                              "1*o*r*W(x)), and another variable (W(x) for W(n))",
 }
 
 

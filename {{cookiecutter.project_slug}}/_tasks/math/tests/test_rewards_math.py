@@ -633,6 +633,11 @@ NASTY = [
     "\\[" * 33_000 + "\\boxed{72}" + "\\]",
     "a" * 99_000 + "\\boxed{72}",  # one long word before it
     "\\boxed{72}" + "\\text{a}" * 9_000,  # a long tail
+    "\\\\frac{1}{2}" * 9_000 + "\\\\boxed{72}",  # doubled backslashes to halve
+    "y_1 = \\boxed{1} and " * 60 + "y = \\boxed{72}",  # names before many boxes
+    "a, " * 300 + "making $\\boxed{72}$.",  # clauses before the box
+    "Rounded to the nearest cent, " * 30 + "\\boxed{72.00}",
+    "The final answer is 72. " * 2_000 + "\\boxed{72}",  # lead-ins after... and before the box
 ]
 
 
@@ -842,6 +847,13 @@ MORE_FORMS = [
     ("4, 5, 6", "AB=4, CD=5", 0.0),
     ("\\{4, 5\\}", "AB=4, CD=5", 0.0),
     ("4 or 5", "AB=4, CD=5", 0.0),
+    ("W(x)=1orW(x)=-1", "W(n) = 1 \\text{ and } W(n) = -1", 1.0),  # a definition's argument is a dummy
+    ("f(t) = t^2", "f(x) = x^2", 1.0),
+    ("W(x)=1", "W(n) = 1 \\text{ and } W(n) = -1", 0.0),
+    ("f(t) = x^2", "f(x) = x^2", 0.0),  # the gold's letter is already in the answer: no renaming
+    ("g(t) = t^2", "f(x) = x^2", 0.0),  # another function
+    ("f(y)", "f(x)", 0.0),  # no definition: another variable
+    ("72or73", "72", 0.0),
 ]
 
 

@@ -112,6 +112,7 @@ def math_start(text: str, pos: int) -> int:
 
 
 MAX_SCANNED_CHARS = 16_000  # the statements are read from the last this many characters of a block
+_LATER_LEADS = 8  # a lead-in after the last box is looked for among the last this many statements
 
 
 def final_statement(block: str) -> tuple[str, list[str], bool] | None:
@@ -129,7 +130,8 @@ def final_statement(block: str) -> tuple[str, list[str], bool] | None:
         last = boxes[-1][0]
         index = next((i for i, (a, b) in enumerate(spans) if a <= last < b), -1)
         # "... = \boxed{255}. Final Answer: The final answer is $10,455$.": a later lead-in stating a value is final
-        index = next((i for i in range(len(texts) - 1, index, -1) if _lead_value(texts[i])), index)
+        later = range(len(texts) - 1, max(index, len(texts) - 1 - _LATER_LEADS), -1)  # the last few statements
+        index = next((i for i in later if _lead_value(texts[i])), index)
     if index < 0:
         index = next((i for i in range(len(texts) - 1, -1, -1) if LEAD_IN.search(texts[i])), -1)
     if index < 0:

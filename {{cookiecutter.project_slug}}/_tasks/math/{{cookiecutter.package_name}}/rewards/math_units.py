@@ -141,3 +141,24 @@ def other_quantity(answer: str, gold: str) -> bool:
         return True
     kind, gold_kind = _kind(answer), _kind(gold)
     return kind is not None and gold_kind is not None and kind != gold_kind
+
+
+_DEFINED = re.compile(r"(?<![A-Za-z\\])([A-Za-z])\(\s*([A-Za-z])\s*\)\s*=")  # "W(n) =": a function defined
+_GLUED = re.compile(r"(?<=[\d)}])(or|and)(?=[A-Za-z\\(])")  # "W(x)=1orW(x)=-1"
+
+
+def renamed_argument(answer: str, gold: str) -> str:
+    """``answer`` with the argument of the functions it defines renamed to the gold's ("W(x)=1 or W(x)=-1" for
+    "W(n) = 1 and W(n) = -1": the argument of a definition is a dummy), and a word glued into its math spaced out
+    ("1orW" -> "1 or W"); only when both define the same one-letter function of one one-letter argument each and
+    the gold's argument is no other letter of the answer. Else ``answer`` (spaced out)."""
+    answer = _GLUED.sub(r" \1 ", answer)
+    mine = {(m.group(1), m.group(2)) for m in _DEFINED.finditer(answer)}
+    theirs = {(m.group(1), m.group(2)) for m in _DEFINED.finditer(gold)}
+    if len(mine) != 1 or len(theirs) != 1 or mine == theirs or next(iter(mine))[0] != next(iter(theirs))[0]:
+        return answer
+    (_, old), (_, new) = next(iter(mine)), next(iter(theirs))
+    if re.search(rf"(?<![A-Za-z\\]){new}(?![A-Za-z])", answer):
+        return answer
+    return re.sub(rf"(?<![A-Za-z\\]){old}(?![A-Za-z])", new, answer)
+

@@ -100,7 +100,7 @@ from .math_screens import (
     number_in_prose,
     pathological,
 )
-from .math_units import ordered_values, other_quantity
+from .math_units import ordered_values, other_quantity, renamed_argument
 from .timed_worker import TimedWorker
 
 VERIFY_TIMEOUT_S = 1.0
@@ -272,6 +272,7 @@ def _judge(raw: str, gold: Gold) -> float | None:
     """The extracted answer ``raw`` against the gold (the rules of the module docstring)."""
     if other_quantity(raw, gold.raw):
         return 0.0  # "5 km" for "5 cm", "72 cents" for "\$72", a set for a tuple
+    raw = renamed_argument(raw, gold.text)  # "W(x) = 1" for "W(n) = 1": a definition's argument is a dummy
     equation = "=" in gold.text and "=" in raw and not (pathological(raw) or pathological(gold.text))
     if equation and not _hedged(raw, gold) and _verified(gold, [strip_delims(raw)]) == 1.0:
         return 1.0  # an equation of the same line in another form: 2x + 4y - 3 = 0 and y = -x/2 + 3/4
