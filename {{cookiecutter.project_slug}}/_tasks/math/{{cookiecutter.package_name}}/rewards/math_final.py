@@ -6,18 +6,23 @@ the final one is taken, then narrowed to the answer it states:
 - Statements: the block is cut at sentence ends (``.``, ``!``, ``?`` before a space) and line breaks that are
   outside math (``$...$``, ``$$...$$``, ``\[...\]``, ``\(...\)``, ``\begin...\end``); from a chat template's
   special token (``<|``) on, nothing is read.
-- The final statement: the one holding the last box; else the last one with an answer lead-in ("the final answer
-  is", "answer:"); else the last one holding a digit or math.
+- The final statement: the one holding the last box, unless one of the last few statements after it states a value
+  after an answer lead-in ("... = \boxed{255}. Final Answer: The final answer is $10,455$."); else the last one
+  with an answer lead-in ("the final answer is", "answer:"); else the last one holding a digit or math.
 - Competing answers: any other statement that states an answer (a box, a lead-in, or nothing but a value) and
   whose value differs from the final one makes the block a hedge ("The answer is 73. The answer is 72.", "72" on
   one line and "73" on the next), and so does a statement after the final one that holds a value and a hedge
-  word ("The answer is 72. Wait, actually 73."). Working ("48 + 24 = 72") and prose are not answers.
+  word ("The answer is 72. Wait, actually 73."). Working ("48 + 24 = 72", a box ending a step of working,
+  "$0.04 \cdot 10,000 = \boxed{200}$", in a statement without a lead-in) and prose are not answers.
 - Narrowing (:func:`candidates`): the statement; what follows its last lead-in; in "X is Y" (is, are, was, equals,
   it's), Y when it holds a value, else X ("Therefore $x \geq 5$ is the solution."); in "L = [box]" with a
-  variable in L, the box ("$x - p = \boxed{2 - 2p}$"); and the one math span of a part that is otherwise words.
-  What precedes the answer may not hedge ("or", "maybe", "actually"...), nor negate unless the negation is of
-  another value that it names ("the number is not 10, it is 1000.99"), nor end in an equation chain that does not
-  hold ("2^6 = 72, so the answer is 72").
+  variable in L, the box ("$x - p = \boxed{2 - 2p}$"); a closing phrase ending in the statement's one box
+  ("..., making for a total loss of $\boxed{28\%}$."); and the one math span of a part that is otherwise plain
+  words (none that hedges, negates, bounds, approximates or, next to it, changes the value: "about", "twice").
+  What precedes the answer may not hedge ("or", "maybe", "actually"...), nor approximate ("rounded", "about"; a
+  phrase naming the gold's own precision, "Rounded to the nearest cent" for a gold to the cent, is dropped), nor
+  negate unless the negation is of another value that it names ("the number is not 10, it is 1000.99"), nor end
+  in an equation chain that does not hold ("2^6 = 72, so the answer is 72").
 
 Time: one regex pass, whose tokens each start differently, over the last ``MAX_SCANNED_CHARS`` characters of the
 block before any special token (an answer stated earlier than that in a longer block is not read); the final
