@@ -18,14 +18,14 @@ import logging
 import os
 import sys
 
-# Pairs that take the common kinds of answer through sympy once (an equation of a curve, a matrix with roots and
+# Pairs that take the common kinds of answer through sympy once (an equation of a line, a matrix with roots and
 # functions, a tuple, a set, named values): a cold path costs seconds on a busy machine, more than a comparison's time
 # limit, and a kill would throw the warm process away. Each pair adds to every (re)start, so rarer kinds (sums,
 # logarithms) are left cold.
 WARM_UP = [
     ("x^2+2x+1", "(x+1)^2"),
     ("\\frac{3}{4}", "[0.75, \\infty)"),
-    ("x^2/9 + y^2/5 = 1", "x^2/18 + y^2/10 = 1/2"),
+    ("3x + 2y - 1 = 0", "y = -\\frac{3}{2}x + \\frac{1}{2}"),
     ("\\begin{pmatrix}\\frac{1}{2\\sqrt[3]{y}^2}&1\\\\\\cos(y)&0\\end{pmatrix}",
      "\\begin{pmatrix}\\frac{1}{2y^{2/3}}&1\\\\\\cos(y)&0\\end{pmatrix}"),
     ("(2, \\frac{\\pi}{3})", "\\left( 2, \\frac{\\pi}{3} \\right)"),
