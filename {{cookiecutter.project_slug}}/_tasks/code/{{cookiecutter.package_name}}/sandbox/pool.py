@@ -54,6 +54,7 @@ class _Worker:
         self.deadline = 0.0
         self.ended: bytes | None = None  # how the job ended, once its channel did
         self.owed = 0  # control messages the worker still owes for the last job: how it ended, then "clean"
+        self.spare = 0  # the next job's process, made ahead (its pid in the worker's namespace; 0: none)
         try:
             self.hello = wire.decode(self._recv(time.monotonic() + _START_TIMEOUT_S))
         except Exception as exc:
@@ -90,8 +91,14 @@ class _Worker:
         while self.owed:
             msg = self._recv(deadline)
             self.owed -= 1
-            if not self.owed and msg != b'"clean"':
-                raise WorkerLost("worker did not clean up after the job")
+            if not self.owed:
+                try:
+                    done = wire.decode(msg)
+                except (ValueError, RecursionError):
+                    done = None
+                if not isinstance(done, dict) or type(done.get("clean")) is not int:
+                    raise WorkerLost("worker did not clean up after the job")
+                self.spare = done["clean"]
 
     # --------------------------------------------------------------------------------------------- a job
 
@@ -108,14 +115,22 @@ class _Worker:
         os.set_blocking(self.req, False)
         self.reader = wire.Reader(self.rep)
         self.deadline, self.ended = deadline, None
+        early = len(code) <= 4092  # fits in a fresh pipe: it waits there for the child (which reads it first)
+        sent = self._write(code) if early else True
         self.settle(deadline)
-        return self.exchange(code)
+        if not early:
+            sent = self._write(code)
+        return self._reply() if sent else self._end(eof=True)
 
     def exchange(self, payload: bytes) -> bytes:
         """Send one frame to the job's child and return its reply; once the child's channel is closed or broken,
         how the job ended (the worker's account)."""
         if self.ended is not None:
             return self.ended
+        return self._reply() if self._write(payload) else self._end(eof=True)
+
+    def _write(self, payload: bytes) -> bool:
+        """Send one frame to the job's child; False if its channel is closed."""
         view = memoryview(struct.pack("!I", len(payload)) + payload)
         while view:
             try:
@@ -123,7 +138,10 @@ class _Worker:
             except BlockingIOError:  # the child is not reading: wait within the job's limits
                 self._ready(self.req, write=True)
             except BrokenPipeError:
-                return self._end(eof=True)
+                return False
+        return True
+
+    def _reply(self) -> bytes:
         assert self.reader is not None
         try:
             return self.reader.payload(self._ready)
