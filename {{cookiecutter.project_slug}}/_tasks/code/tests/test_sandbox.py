@@ -763,18 +763,21 @@ def test_no_job_reads_an_earlier_job_from_memory(mode: str) -> None:
         # the last job's test (run here, on the trusted side) scans that job's process while it waits for a call
         worker = b._workers[0].proc.pid
         last = f"keep = {(tag + own)[::-1]!r}[::-1]\ndef ready():\n    return 1"
-        check = (f"assert ready() == 1\nfound, spare = scan({worker})\n"
+        named = b._workers[0].spare  # the process the worker made for the next job: this one
+        check = (f"assert ready() == 1\nfound, spare = scan({worker}, {named})\n"
                  f"assert {own!r} in found and set(found) <= {allowed!r} and set(spare) <= {allowed - {own}!r}, (found, spare)")  # fmt: skip
         (res,) = b.run_batch([sandbox.Job(last, [check], helpers="from test_sandbox import _scan_job as scan")])
     assert res.fraction == 1.0, res
 
 
-def _scan_job(worker: int) -> tuple[list[str], list[str]]:
-    """``_scan`` of the job that runs under ``worker`` now (the process with the job's pipes at 3 and 4: the job has
-    no children), and of every other process under the worker (the next job's, made while this one runs)."""
+def _scan_job(worker: int, named: int) -> tuple[list[str], list[str]]:
+    """``_scan`` of the job that runs under ``worker`` now (the process the worker ``named`` by its pid in its own
+    namespace when it made it; the job has no children), and of every other process under the worker (the next
+    job's, made while this one runs)."""
     procs = [p for p in _children(worker) if not _children(p)]  # not bwrap's init or the worker
-    job = [p for p in procs if os.path.exists(f"/proc/{p}/fd/4") and "pipe" in os.readlink(f"/proc/{p}/fd/4")]
-    assert len(job) == 1, procs
+    level = len(_nspid(procs[0])) - 2  # the worker's namespace: the job's process is pid 1 of one below it
+    job = [p for p in procs if _nspid(p)[level] == named] if named else procs  # 0: not made ahead, the only one
+    assert len(job) == 1, (procs, named)
     return _scan(job[0]), sorted({t for p in procs if p != job[0] for t in _scan(p)})
 
 

@@ -35,10 +35,14 @@ from collections.abc import Callable
 MAX_FRAME = 4 << 20
 MAX_VALUES = 1 << 19
 MAX_COLLISIONS = 8
-# Messages on the trainer's control socket to a worker (one message each, no length prefix): JOB (the job's limits,
-# with the job's two pipe ends attached), FINISH (end the job; FINISH + EOF when the trainer found the job's channel
-# closed or broken). The job's code, calls and answers never pass there: they go through the job's own pipes.
+# Messages on the trainer's control socket to a worker (one message each, no length prefix): JOB (the job's limits),
+# FINISH (end the job; FINISH + EOF when the trainer found the job's channel closed or broken); the worker answers
+# how the job ended and then "clean", with the next job's two pipe ends attached. The job's code, calls and answers
+# never pass there: they go through the job's own pipes.
 JOB, FINISH, EOF = b"J", b"F", b"e"
+# A job's first frame to its process (see ``jobproc``): its budgets (wall-clock seconds, memory bytes, file bytes,
+# processes), then the solution's text (UTF-8).
+FIRST = struct.Struct("!4q")
 
 
 def dumps(obj: object) -> bytes:

@@ -63,19 +63,13 @@ class Job:
         self.pid = -1
         self.swept = False  # whether every process of the job was killed
 
-    def start(self, requests: int, replies: int) -> None:
-        """Give the job's process (the worker's spare, else one forked now) the job's pipes: it reads the solution
-        and the calls from ``requests`` and writes its answers to ``replies``, both ends shared with the trainer
-        only."""
-        cpu = int(self.timeout) + 2
-        # a job with a user namespace of its own counts its processes there from 0 (its uid's count in its namespace)
-        nproc = self.max_procs if self.w.clone_flags & namespaces.CLONE_NEWUSER else self.w.base_procs + self.max_procs
-        uid = -1 if self.w.child_uid is None else self.w.child_uid
-        limits = jobproc.LIMITS.pack(cpu, self.memory, self.max_file, nproc, uid)
-        spare = self.w.take_spare()
-        if not spare.give(limits, requests, replies):  # it died before its job (nothing can reach it): a fresh one
-            spare = Spare(self.w)
-            spare.give(limits, requests, replies)
+    def start(self) -> None:
+        """Run the job in the worker's spare (forked now where it was not made ahead): the trainer already holds the
+        other ends of its pipes and sends it the job's budgets and solution, then the calls."""
+        spare, self.w.spare = self.w.spare, None
+        if spare is None:  # no pipes were handed to the trainer: nothing to run the job in
+            raise EOFError
+        spare.fork()
         self.pid, self.scratch = spare.pid, spare.scratch
 
     def end(self, status: str, why: str) -> None:
@@ -146,8 +140,9 @@ class Job:
         """Kill what is left of the job and remove its files; whether its scratch space is empty."""
         self.kill()
         if self.w.mode != "bwrap":
-            wipe(self.scratch)
-            _quiet(os.rmdir, self.scratch)
+            if self.scratch:
+                wipe(self.scratch)
+                _quiet(os.rmdir, self.scratch)
             return True
         if not any(used(top) for top in WRITABLE):
             return True
@@ -161,44 +156,47 @@ class Job:
 
 
 class Spare:
-    """The next job's process, forked before its job comes (see ``jobproc``): its pid, its socket, its scratch."""
+    """The next job's process (see ``jobproc``): its two pipes (the trainer gets the other ends), its scratch
+    directory, and its pid once forked (ahead of its job where jobs have pid namespaces of their own)."""
 
     def __init__(self, w: Worker) -> None:
-        self.scratch = "/tmp"
+        self.w, self.pid, self.scratch = w, 0, "/tmp"
         if w.mode != "bwrap":
             import tempfile
 
             self.scratch = tempfile.mkdtemp(prefix="job-", dir=w.scratch_root)
             if w.child_uid is not None:
                 os.chown(self.scratch, w.child_uid, w.child_uid)
-        self.sock, theirs = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_SEQPACKET)
-        try:
-            pid = namespaces.fork(w.clone_flags)  # in a pid namespace of its own where the kernel allows it
-            if pid == 0:
-                try:
-                    jobproc.spare_main(theirs.fileno(), self.scratch)
-                finally:
-                    os._exit(70)
-        finally:
-            theirs.close()
+        self.requests, req_w = os.pipe()
+        rep_r, self.replies = os.pipe()
+        self.theirs = [req_w, rep_r]  # the trainer's ends, sent with the clean-up message
+
+    def fork(self) -> None:
+        if self.pid:
+            return
+        w = self.w
+        # a job with a user namespace of its own counts its processes there from 0 (its uid's count in its namespace)
+        base = 0 if w.clone_flags & namespaces.CLONE_NEWUSER else w.base_procs
+        uid = -1 if w.child_uid is None else w.child_uid
+        pid = namespaces.fork(w.clone_flags)  # in a pid namespace of its own where the kernel allows it
+        if pid == 0:
+            try:
+                jobproc.spare_main(self.requests, self.replies, self.scratch, base, uid)
+            finally:
+                os._exit(70)
         self.pid = pid
+        for fd in (self.requests, self.replies):
+            os.close(fd)
 
-    def give(self, limits: bytes, requests: int, replies: int) -> bool:
-        """Send the spare its job; whether it took it."""
+    def hand_over(self, ctl) -> None:
+        """The clean-up message, with the trainer's ends of this process's pipes (closed here once sent)."""
         try:
-            fds = struct.pack("2i", requests, replies)
-            self.sock.sendmsg([limits], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, fds)])
-            return True
-        except OSError:
-            self.drop()
-            return False
+            fds = struct.pack("2i", *self.theirs)
+            ctl.sendmsg([dumps({"clean": self.pid})], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, fds)])
         finally:
-            self.sock.close()
-
-    def drop(self) -> None:
-        self.sock.close()
-        _quiet(os.kill, self.pid, signal.SIGKILL)
-        _quiet(os.waitpid, self.pid, 0)
+            for fd in self.theirs:
+                os.close(fd)
+            self.theirs = []
 
 
 class Worker:
@@ -224,18 +222,16 @@ class Worker:
         self.spare: Spare | None = None
         self.ahead = bool(self.clone_flags)  # only where a job cannot name the next job's process (see ``jobproc``)
 
-    def take_spare(self) -> Spare:
-        spare, self.spare = self.spare, None
-        return spare or Spare(self)
-
     def prepare(self) -> None:
-        """Make the next job's process now, while this job runs."""
-        if self.ahead and self.spare is None:
+        """Make the next job's pipes, and its process too where that is safe ahead of its job (while a job runs)."""
+        if self.spare is None:
             self.spare = Spare(self)
+        if self.ahead:
+            self.spare.fork()
 
     def job_processes(self) -> list[int]:
         """Every process but this one, its init and the next job's process."""
-        keep = (1, self.me, self.spare.pid if self.spare else 0)
+        keep = (1, self.me, self.spare.pid if self.spare else 0)  # (a pid of 0 is never listed)
         if self.pidns:
             return [int(p) for p in os.listdir(housekeeping.PROC) if p.isdigit() and int(p) not in keep]
         return [p for p in descendants(self.me) if p not in keep]
@@ -269,12 +265,12 @@ class Worker:
 
 def receive(ctl, fds: int) -> tuple[bytes, list[int]]:
     """One control message and the descriptors attached to it (``fds`` expected; any others are closed)."""
-    msg, ancillary, flags, _ = ctl.recvmsg(1 << 16, _socket.CMSG_SPACE(4 * max(fds, 1)))
+    msg, ancillary, flags, _ = ctl.recvmsg(4096, _socket.CMSG_SPACE(4 * max(fds, 1)))  # messages are small
     got: list[int] = []
     for level, kind, data in ancillary:
         if level == _socket.SOL_SOCKET and kind == _socket.SCM_RIGHTS:
             got += struct.unpack(f"{len(data) // 4}i", data[: len(data) // 4 * 4])
-    if len(got) != fds or flags & _socket.MSG_CTRUNC:
+    if len(got) != fds or flags & (_socket.MSG_CTRUNC | _socket.MSG_TRUNC):
         for fd in got:
             _quiet(os.close, fd)
         return (b"" if fds else msg), []
@@ -306,9 +302,11 @@ def main() -> None:
     ctl.send(dumps(hello))
     os.dup2(null, 2)
     gc.freeze()  # what exists now is never collected here or in a job's child: fewer pages copied after each fork
+    w.prepare()
+    w.spare.hand_over(ctl)  # the first job's pipes
     last: tuple[bytes, object] = (b"", None)  # the trainer sends the same limits job after job
     while True:
-        msg, fds = receive(ctl, 2)
+        msg = receive(ctl, 0)[0]
         if msg != last[0]:
             last = (msg, decode(msg[1:] or b"{}") if msg[:1] == JOB else None)
         limits = last[1]
@@ -316,11 +314,7 @@ def main() -> None:
             os._exit(0)
         job = Job(limits, w)
         try:
-            try:
-                job.start(*fds)
-            finally:
-                for fd in fds:
-                    os.close(fd)
+            job.start()
             w.prepare()
             eof = job.wait_finish(ctl)
             ctl.send(dumps(job.stop(eof)))
@@ -329,8 +323,7 @@ def main() -> None:
             os._exit(0)
         if not job.close():
             os._exit(3)  # could not empty the scratch space: a fresh worker gets a fresh one
-        # every process of the job is gone and its files removed; the next job's process is made
-        ctl.send(dumps({"clean": w.spare.pid if w.spare else 0}))
+        w.spare.hand_over(ctl)  # every process of the job is gone and its files removed; the next job's pipes
 
 
 if __name__ == "__main__":
