@@ -17,8 +17,8 @@ What it guarantees
   malformed reply; any reply decodes or is refused in a few tenths of a second and ~40 MiB.
 * **No job sees another.** Every job runs in a fresh child forked from its worker (ahead of time, while the previous
   job runs, where each job has a pid namespace of its own: ``jobproc``). The trainer passes the job's code, calls
-  and answers over two pipes made for that job alone, handed to the child when its job comes (their descriptors
-  pass through the worker, their contents never do), and (with bubblewrap) a job's leftover files are removed by a
+  and answers over two pipes made for that job alone (by the worker, with the child: the trainer gets their other
+  ends; the worker never reads or writes them), and (with bubblewrap) a job's leftover files are removed by a
   short-lived child, so nothing of an earlier job (a sibling completion's code, answers or file names) is in the
   memory a later child inherits, and nothing a job writes into its pipes reaches a later one. Jobs on one worker
   share no files or processes either, and no kernel state: the seccomp filter below refuses every call that makes an

@@ -31,7 +31,8 @@ class WorkerLost(RuntimeError):
 
 class _Worker:
     """Parent-side handle of one worker process: a control socket to the worker and, for each job, two pipes of the
-    job's own to its child (the worker only forks the child with them)."""
+    job's own to its child (the worker makes them with the child and hands over their other ends; it never reads or
+    writes them)."""
 
     def __init__(self, argv: list[str]) -> None:
         self.scratch_root: str | None = None
