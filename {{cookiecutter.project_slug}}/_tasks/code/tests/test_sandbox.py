@@ -300,9 +300,11 @@ def test_hostile_battery(box) -> None:
             [sandbox.Job("import os\ndef probe(): return os.listdir('/tmp')", ["assert probe() == []"])]
         )
         assert probe.fraction == 1.0, probe
-    else:  # job directories live in one directory per worker, empty between jobs and removed with the worker
+    else:  # job directories live in one directory per worker, removed with the worker; between jobs it holds only
+        # the next job's directory, made with its process, and that is empty
         roots = [w.scratch_root for w in box._workers if w is not None]
-        assert roots and all(os.listdir(r) == [] for r in roots)
+        dirs = [[os.path.join(r, d) for d in os.listdir(r)] for r in roots]
+        assert roots and all(len(d) <= 1 for d in dirs) and all(os.listdir(d) == [] for ds in dirs for d in ds), dirs
         box.close()
         assert [r for r in roots if os.path.exists(r)] == []
         assert {n for n in set(os.listdir(tempfile.gettempdir())) - before if n.startswith("sbx-")} == set()
