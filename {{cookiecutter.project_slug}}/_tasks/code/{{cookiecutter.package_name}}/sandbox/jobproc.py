@@ -52,7 +52,8 @@ def spare_main(rfd: int, wfd: int, scratch: str, base_procs: int, uid: int) -> N
         (resource.RLIMIT_CORE, (0, 0)),
     ):
         resource.setrlimit(what, value)
-    if uid >= 0:
+    if uid >= 0:  # the unsafe mode as root: its directory (made ahead, 0700, root's) becomes the job's
+        os.chown(".", uid, uid)
         os.setgroups([])
         os.setgid(uid)
         os.setuid(uid)

@@ -164,9 +164,8 @@ class Spare:
         if w.mode != "bwrap":
             import tempfile
 
+            # the process makes it its job's only when its job comes (until then the running job cannot write there)
             self.scratch = tempfile.mkdtemp(prefix="job-", dir=w.scratch_root)
-            if w.child_uid is not None:
-                os.chown(self.scratch, w.child_uid, w.child_uid)
         self.requests, req_w = os.pipe()
         rep_r, self.replies = os.pipe()
         self.theirs = [req_w, rep_r]  # the trainer's ends, sent with the clean-up message
