@@ -249,15 +249,29 @@ def _check_health(b) -> None:
 
 
 def _left_behind(b) -> list[int]:
-    """Processes under the workers other than bubblewrap's init and the workers themselves."""
+    """Processes under the workers other than bubblewrap's init, the workers themselves and each worker's next job's
+    process, made ahead: a child of the worker's own, which the worker names (by its pid in the worker's namespace)."""
     out = []
     for w in b._workers:
         if w is None:
             continue
         kids = _children(w.proc.pid)  # parents first: bwrap's pid 1, then the worker
         allowed = 2 if b.mode.startswith("bwrap") else 0  # bwrap's pid 1 and the worker
-        out += kids[allowed:]
+        worker = kids[1] if allowed else w.proc.pid
+        level = len(_nspid(worker)) - 1  # the worker's own namespace
+        out += [k for k in kids[allowed:] if not (w.spare and _ppid(k) == worker and _nspid(k)[level] == w.spare)]
     return out
+
+
+def _nspid(pid: int) -> list[int]:
+    """A process's pid in each pid namespace it is in, outermost first."""
+    with open(f"/proc/{pid}/status") as f:
+        return [int(p) for line in f if line.startswith("NSpid:") for p in line.split()[1:]]
+
+
+def _ppid(pid: int) -> int:
+    with open(f"/proc/{pid}/stat") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[1])
 
 
 # The unsafe mode has no filesystem isolation by name: these would write into the host's /tmp. As a normal user
@@ -286,9 +300,11 @@ def test_hostile_battery(box) -> None:
             [sandbox.Job("import os\ndef probe(): return os.listdir('/tmp')", ["assert probe() == []"])]
         )
         assert probe.fraction == 1.0, probe
-    else:  # job directories live in one directory per worker, empty between jobs and removed with the worker
+    else:  # job directories live in one directory per worker, removed with the worker; between jobs it holds only
+        # the next job's directory, made with its process, and that is empty
         roots = [w.scratch_root for w in box._workers if w is not None]
-        assert roots and all(os.listdir(r) == [] for r in roots)
+        dirs = [[os.path.join(r, d) for d in os.listdir(r)] for r in roots]
+        assert roots and all(len(d) <= 1 for d in dirs) and all(os.listdir(d) == [] for ds in dirs for d in ds), dirs
         box.close()
         assert [r for r in roots if os.path.exists(r)] == []
         assert {n for n in set(os.listdir(tempfile.gettempdir())) - before if n.startswith("sbx-")} == set()
@@ -749,14 +765,22 @@ def test_no_job_reads_an_earlier_job_from_memory(mode: str) -> None:
         # the last job's test (run here, on the trusted side) scans that job's process while it waits for a call
         worker = b._workers[0].proc.pid
         last = f"keep = {(tag + own)[::-1]!r}[::-1]\ndef ready():\n    return 1"
-        check = f"assert ready() == 1\nfound = scan({worker})\nassert {own!r} in found and set(found) <= {allowed!r}, found"
+        named = b._workers[0].spare  # the process the worker made for the next job: this one
+        check = (f"assert ready() == 1\nfound, spare = scan({worker}, {named})\n"
+                 f"assert {own!r} in found and set(found) <= {allowed!r} and set(spare) <= {allowed - {own}!r}, (found, spare)")  # fmt: skip
         (res,) = b.run_batch([sandbox.Job(last, [check], helpers="from test_sandbox import _scan_job as scan")])
     assert res.fraction == 1.0, res
 
 
-def _scan_job(worker: int) -> list[str]:
-    """``_scan`` of the job that runs under ``worker`` now (the last of its descendants: the job has no children)."""
-    return _scan(_children(worker)[-1])
+def _scan_job(worker: int, named: int) -> tuple[list[str], list[str]]:
+    """``_scan`` of the job that runs under ``worker`` now (the process the worker ``named`` by its pid in its own
+    namespace when it made it; the job has no children), and of every other process under the worker (the next
+    job's, made while this one runs)."""
+    procs = [p for p in _children(worker) if not _children(p)]  # not bwrap's init or the worker
+    level = len(_nspid(procs[0])) - 2  # the worker's namespace: the job's process is pid 1 of one below it
+    job = [p for p in procs if _nspid(p)[level] == named] if named else procs  # 0: not made ahead, the only one
+    assert len(job) == 1, (procs, named)
+    return _scan(job[0]), sorted({t for p in procs if p != job[0] for t in _scan(p)})
 
 
 def test_a_broken_channel_ends_the_job_for_every_test() -> None:
@@ -847,7 +871,7 @@ def test_package_is_stdlib_only_and_small() -> None:
     pkg = Path(sandbox.__file__).parent
     for f in pkg.glob("*.py"):
         assert len(f.read_text().splitlines()) <= 500, f
-    for name in ("worker.py", "wire.py", "seccomp.py", "housekeeping.py", "namespaces.py"):  # loaded by path
+    for name in ("worker.py", "jobproc.py", "wire.py", "seccomp.py", "housekeeping.py", "namespaces.py"):  # by path
         assert "from ." not in (pkg / name).read_text()
 
 

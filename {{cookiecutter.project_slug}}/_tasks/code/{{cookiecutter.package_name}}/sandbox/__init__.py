@@ -15,13 +15,15 @@ What it guarantees
 * **Replies are decoded in bounded time and memory** (``wire``): a frame holds at most 4 MiB and 2**19 values,
   and a set, frozenset or dict with more than 8 hash collisions (ints ``k * (2**61 - 1)`` all hash to 0) is a
   malformed reply; any reply decodes or is refused in a few tenths of a second and ~40 MiB.
-* **No job sees another.** Every job runs in a fresh child forked from its worker. The trainer passes the job's
-  code, calls and answers over two pipes made for that job alone, handed to the child when it is forked: they
-  never pass through the worker, and (with bubblewrap) a job's leftover files are removed by a short-lived child,
-  so nothing of an earlier job (a sibling completion's code, answers or file names) is in the memory a later child
-  inherits, and nothing a job writes into its pipes reaches a later one. Jobs on one worker share no files or
-  processes either, and no kernel state: the seccomp filter below refuses every call that makes an object outliving
-  its process (System V shared memory, message queues and semaphores, POSIX message queues, keys and keyrings).
+* **No job sees another.** Every job runs in a fresh child forked from its worker (ahead of time, while the previous
+  job runs, where each job has a pid namespace of its own: ``jobproc``). The trainer passes the job's code, calls
+  and answers over two pipes made for that job alone (by the worker, with the child: the trainer gets their other
+  ends; the worker never reads or writes them), and (with bubblewrap) a job's leftover files are removed by a
+  short-lived child, so nothing of an earlier job (a sibling completion's code, answers or file names) is in the
+  memory a later child inherits, and nothing a job writes into its pipes reaches a later one. Jobs on one worker
+  share no files or processes either, and no kernel state: the seccomp filter below refuses every call that makes an
+  object outliving its process (System V shared memory, message queues and semaphores, POSIX message queues, keys
+  and keyrings).
 * **No job reads what an earlier one did to process numbers** (``namespaces``): each job's process is pid 1 of a pid
   namespace of its own (its threads and children 2, 3...), and jobs see an empty ``/proc`` (so neither the worker's
   pid count nor the machine's counters in ``/proc/stat``, ``loadavg``...), so a job cannot leave a number in the pid

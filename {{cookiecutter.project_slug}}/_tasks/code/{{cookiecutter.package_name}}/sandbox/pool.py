@@ -31,7 +31,8 @@ class WorkerLost(RuntimeError):
 
 class _Worker:
     """Parent-side handle of one worker process: a control socket to the worker and, for each job, two pipes of the
-    job's own to its child (the worker only forks the child with them)."""
+    job's own to its child (the worker makes them with the child and hands over their other ends; it never reads or
+    writes them)."""
 
     def __init__(self, argv: list[str]) -> None:
         self.scratch_root: str | None = None
@@ -53,7 +54,10 @@ class _Worker:
         self.reader: wire.Reader | None = None
         self.deadline = 0.0
         self.ended: bytes | None = None  # how the job ended, once its channel did
-        self.owed = 0  # control messages the worker still owes for the last job: how it ended, then "clean"
+        # control messages the worker still owes: how the last job ended, then "clean" with the next job's pipes
+        self.owed = 1  # (at start: the first job's pipes)
+        self.spare = 0  # the next job's process, made ahead (its pid in the worker's namespace; 0: none)
+        self.pipes: list[int] = []  # the next job's pipes: requests to its process, its replies
         try:
             self.hello = wire.decode(self._recv(time.monotonic() + _START_TIMEOUT_S))
         except Exception as exc:
@@ -64,58 +68,73 @@ class _Worker:
 
     # --------------------------------------------------------------------------------------------- control
 
-    def _recv(self, deadline: float) -> bytes:
+    def _recv(self, deadline: float, fds: list[int] | None = None) -> bytes:
+        """The worker's next message; the descriptors attached to it go to ``fds`` (else they are closed)."""
         left = deadline - time.monotonic()
         if left <= 0 or not select.select([self._ctl], [], [], left)[0]:
             raise WorkerLost("worker did not answer in time")
         try:
-            msg = self.ctl.recv(1 << 16)
+            msg, got, _, _ = socket.recv_fds(self.ctl, 1 << 16, 2)
         except OSError as exc:
             raise WorkerLost(f"worker channel: {exc}") from None
+        for fd in got:
+            os.set_inheritable(fd, False)
+        if fds is None:
+            for fd in got:
+                os.close(fd)
+        else:
+            fds += got
         if not msg:
             raise WorkerLost("worker closed its channel")
         return msg
 
-    def _send(self, msg: bytes, fds: list[int] | None = None) -> None:
+    def _send(self, msg: bytes) -> None:
         try:
-            if fds:
-                socket.send_fds(self.ctl, [msg], fds)
-            else:
-                self.ctl.send(msg)
+            self.ctl.send(msg)
         except OSError as exc:
             raise WorkerLost(f"worker channel: {exc}") from None
 
     def settle(self, deadline: float) -> None:
-        """Take what the worker owes for the last job; the last message confirms its processes and files are gone."""
+        """Take what the worker owes for the last job; the last message confirms its processes and files are gone,
+        and carries the next job's pipes."""
         while self.owed:
-            msg = self._recv(deadline)
+            fds: list[int] = []
+            msg = self._recv(deadline, fds)
             self.owed -= 1
-            if not self.owed and msg != b'"clean"':
+            if self.owed:
+                continue
+            try:
+                done = wire.decode(msg)
+            except (ValueError, RecursionError):
+                done = None
+            if not isinstance(done, dict) or type(done.get("clean")) is not int or len(fds) != 2:
+                for fd in fds:
+                    os.close(fd)
                 raise WorkerLost("worker did not clean up after the job")
+            self.spare, self.pipes = done["clean"], fds
 
     # --------------------------------------------------------------------------------------------- a job
 
-    def start_job(self, limits: bytes, code: bytes, deadline: float) -> bytes:
-        """Send a job (its limits and its child's pipe ends), confirm the previous job was cleaned up (the worker
-        does so before it reads this), then pass the solution to the child; returns the child's first frame."""
-        req_r, self.req = os.pipe()
-        self.rep, rep_w = os.pipe()
-        try:
-            self._send(wire.JOB + limits, [req_r, rep_w])
-        finally:
-            os.close(req_r)
-            os.close(rep_w)
+    def start_job(self, limits: bytes, first: bytes, deadline: float) -> bytes:
+        """Confirm the previous job was cleaned up (and take this job's pipes), send the job's limits to the worker
+        and its first frame (budgets and solution) to its process; returns that process's first reply."""
+        self.settle(deadline)
+        (self.req, self.rep), self.pipes = self.pipes, []
         os.set_blocking(self.req, False)
         self.reader = wire.Reader(self.rep)
         self.deadline, self.ended = deadline, None
-        self.settle(deadline)
-        return self.exchange(code)
+        self._send(wire.JOB + limits)
+        return self._reply() if self._write(first) else self._end(eof=True)
 
     def exchange(self, payload: bytes) -> bytes:
         """Send one frame to the job's child and return its reply; once the child's channel is closed or broken,
         how the job ended (the worker's account)."""
         if self.ended is not None:
             return self.ended
+        return self._reply() if self._write(payload) else self._end(eof=True)
+
+    def _write(self, payload: bytes) -> bool:
+        """Send one frame to the job's child; False if its channel is closed."""
         view = memoryview(struct.pack("!I", len(payload)) + payload)
         while view:
             try:
@@ -123,7 +142,10 @@ class _Worker:
             except BlockingIOError:  # the child is not reading: wait within the job's limits
                 self._ready(self.req, write=True)
             except BrokenPipeError:
-                return self._end(eof=True)
+                return False
+        return True
+
+    def _reply(self) -> bytes:
         assert self.reader is not None
         try:
             return self.reader.payload(self._ready)
@@ -164,13 +186,14 @@ class _Worker:
             self.owed = 2
 
     def _close_pipes(self) -> None:
-        for fd in (self.req, self.rep):
+        for fd in (self.req, self.rep, *self.pipes):
             if fd >= 0:
                 try:
                     os.close(fd)
                 except OSError:
                     pass
         self.req = self.rep = -1
+        self.pipes = []
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -279,7 +302,9 @@ class Sandbox:
         limits = {"timeout": timeout, "memory_mb": self.config.memory_mb, "max_procs": self.config.max_procs,
                   "max_file_mb": self.config.max_file_mb}  # fmt: skip
         spec = wire.dumps(limits)
-        code = wire.dumps(job.code)
+        code = job.code if isinstance(job.code, str) else "raise TypeError('the solution is not text')"
+        budgets = (int(timeout), self.config.memory_mb << 20, self.config.max_file_mb << 20, self.config.max_procs)
+        code = wire.FIRST.pack(*budgets) + code.encode("utf-8", "surrogatepass")
         try:
             deadline = time.monotonic() + timeout
             first = w.start_job(spec, code, deadline + _GRACE_S)

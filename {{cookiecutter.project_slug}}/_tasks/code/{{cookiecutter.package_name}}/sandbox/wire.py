@@ -35,15 +35,19 @@ from collections.abc import Callable
 MAX_FRAME = 4 << 20
 MAX_VALUES = 1 << 19
 MAX_COLLISIONS = 8
-# Messages on the trainer's control socket to a worker (one message each, no length prefix): JOB (the job's limits,
-# with the job's two pipe ends attached), FINISH (end the job; FINISH + EOF when the trainer found the job's channel
-# closed or broken). The job's code, calls and answers never pass there: they go through the job's own pipes.
+# Messages on the trainer's control socket to a worker (one message each, no length prefix): JOB (the job's limits),
+# FINISH (end the job; FINISH + EOF when the trainer found the job's channel closed or broken); the worker answers
+# how the job ended and then "clean", with the next job's two pipe ends attached. The job's code, calls and answers
+# never pass there: they go through the job's own pipes.
 JOB, FINISH, EOF = b"J", b"F", b"e"
+# A job's first frame to its process (see ``jobproc``): its budgets (wall-clock seconds, memory bytes, file bytes,
+# processes), then the solution's text (UTF-8).
+FIRST = struct.Struct("!4q")
 
 
 def dumps(obj: object) -> bytes:
-    """``obj`` as compact JSON (ASCII only: text outside ASCII is escaped)."""
-    return _ENCODER.encode(obj).encode()
+    """``obj`` (acyclic) as compact JSON (ASCII only: text outside ASCII is escaped), as ``json.dumps`` writes it."""
+    return "".join(_ENCODE(obj, 0)).encode()
 
 
 def frame(obj: object) -> bytes:
@@ -82,7 +86,9 @@ class Reader:
                     return data
             if ready is not None and not ready(self.fd):
                 raise TimeoutError
-            chunk = os.read(self.fd, max(need - len(buf), 65536))
+            # at least a page, so that small frames take one read; no more than the frame needs beyond that (each
+            # read allocates its size: a sandboxed child writes fewer fresh pages)
+            chunk = os.read(self.fd, max(need - len(buf), 4096))
             if not chunk:
                 raise EOFError
             buf += chunk
@@ -160,9 +166,19 @@ def _few_collisions(items: list) -> None:
 
 
 _REBUILD = {"C": lambda items: collections.Counter(dict(items)), "O": collections.OrderedDict}
-# Built once: ``json.dumps``/``json.loads`` build a new encoder or decoder on every call when given options.
-_ENCODER = json.JSONEncoder(separators=(",", ":"))
-_DECODER = json.JSONDecoder(object_pairs_hook=_tagged)
+
+
+def _unencodable(obj: object) -> object:
+    raise TypeError(f"{type(obj).__name__} is not plain data")
+
+
+# Built once, and called without the json module's Python layers (``json.dumps``/``json.loads`` build a new encoder
+# or decoder on every call when given options): the C encoder, as ``JSONEncoder(separators=(",", ":"))`` makes it
+# (values from ``encode`` are acyclic), and the C scanner of ``JSONDecoder(object_pairs_hook=_tagged)``.
+_ENCODE = json.encoder.c_make_encoder(None, _unencodable, json.encoder.encode_basestring_ascii, None, ":", ",",
+                                      False, False, True) if json.encoder.c_make_encoder else (
+    lambda obj, _level: json.JSONEncoder(separators=(",", ":")).iterencode(obj))  # fmt: skip
+_SCAN = json.JSONDecoder(object_pairs_hook=_tagged).scan_once
 
 
 def decode(payload: bytes | str) -> object:
@@ -172,6 +188,11 @@ def decode(payload: bytes | str) -> object:
     if text.count(",") + text.count(":") + text.count("[") + text.count("{") >= MAX_VALUES:
         raise ValueError("too many values")
     try:
-        return _DECODER.decode(text)
+        value, end = _SCAN(text, 0)
+    except StopIteration:  # the scanner's way of saying the text is not JSON
+        raise ValueError("malformed JSON") from None
     except TypeError as exc:
         raise ValueError(str(exc)) from None
+    if end != len(text):  # no whitespace around the document either: ``dumps`` writes none
+        raise ValueError("extra data after the JSON document")
+    return value

@@ -2,9 +2,10 @@
 (it is started by path as ``python -I -S worker.py MODE UID``, inside bubblewrap in the safe mode).
 
 The trainer controls it over one socket (fd 0): a JOB message carries the job's limits and two pipe ends the
-trainer made for this job alone; the worker forks the job's child with them (in a pid namespace of the job's own,
-see ``namespaces``: every job is pid 1, and sees no /proc) and sleeps until FINISH. The child
-reads the solution from its pipe, loads it and then serves calls to the solution's functions: it reads
+trainer made for this job alone; the worker hands them to the job's child (``jobproc``: forked ahead, while the
+previous job ran, in a pid namespace of the job's own, see ``namespaces``: every job is pid 1, and sees no /proc) and
+sleeps until FINISH. The child reads the solution from its pipe, loads it and then serves calls to the solution's
+functions: it reads
 ``{"n": name, "a": args, "k": kwargs}`` frames and answers ``{"v": value}`` or ``{"x": [type, message]}``, values
 encoded as plain data (see ``wire``); an object that is not plain data stays in the child and is answered as
 ``{"h": index}``, whose methods the trusted side may call in turn. The job's code, calls and answers pass only
@@ -19,7 +20,6 @@ from __future__ import annotations
 import _socket
 import gc
 import os
-import resource
 import select
 import signal
 import struct
@@ -28,10 +28,11 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # its sibling wire.py (started by path, with -I)
 import housekeeping  # noqa: E402
+import jobproc  # noqa: E402
 import namespaces  # noqa: E402
 import seccomp  # noqa: E402
 from housekeeping import PAGE, _count_procs, _prctl, _quiet, descendants, reap, used, wipe  # noqa: E402
-from wire import EOF, FINISH, JOB, Reader, decode, dumps, encode, frame, write_all  # noqa: E402
+from wire import EOF, FINISH, JOB, decode, dumps  # noqa: E402
 
 TICK_S = 0.02  # period of the job-wide memory and process check
 WRITABLE = ("/tmp", "/dev/shm")
@@ -39,65 +40,6 @@ WRITABLE = ("/tmp", "/dev/shm")
 # than importing them again (``typing`` alone costs a few ms per job). A child's changes to them stay in the child.
 # Only cheap, small ones: a larger worker makes every fork dearer (hashlib and random add ~4 MB).
 PRELOAD = ("typing", "math", "collections", "itertools", "functools", "heapq", "bisect", "re", "string")  # ~1 MB
-
-
-# ------------------------------------------------------------------------------------------------ child
-
-
-def child_main(rfd: int, wfd: int) -> None:
-    """Runs in the forked child: read the solution, load it, report its callables, then serve calls until EOF."""
-    import builtins
-
-    def send(obj: object) -> None:
-        try:
-            data = frame(obj)
-        except BaseException as exc:
-            data = frame({"x": [type(exc).__name__, "unencodable reply"]})
-        write_all(wfd, data)
-
-    def describe(exc: BaseException) -> list:
-        try:
-            return [type(exc).__name__, str(exc)[:300]]
-        except BaseException:
-            return ["Exception", ""]
-
-    requests = Reader(rfd)
-    ns: dict = {"__name__": "__main__", "__builtins__": builtins}
-    try:
-        code = decode(requests.payload())
-        if type(code) is not str:
-            raise TypeError("the solution is not text")
-        exec(code, ns)
-    except BaseException as exc:
-        send({"load": describe(exc)})
-        os._exit(0)
-    names = [k for k, v in list(ns.items()) if isinstance(k, str) and not k.startswith("__") and callable(v)]
-    send({"names": names[:256]})
-    handles: list = []  # objects returned by the solution that are not plain data, referred to by index
-    while True:
-        try:
-            req = decode(requests.payload())
-        except BaseException:
-            os._exit(0)
-        try:
-            name = req["n"]
-            if "o" in req:  # a method of a returned object (no dunders: the trusted side calls methods only)
-                if name.startswith("__"):
-                    raise AttributeError(name)
-                fn = getattr(handles[req["o"]], name)
-            else:
-                fn = ns[name]
-            value = fn(*req["a"], **req["k"])
-            try:
-                reply = {"v": encode(value)}
-            except (TypeError, ValueError, RecursionError):
-                if len(handles) >= 10_000:
-                    raise
-                handles.append(value)
-                reply = {"h": len(handles) - 1}
-        except BaseException as exc:
-            reply = {"x": describe(exc)}
-        send(reply)
 
 
 # ------------------------------------------------------------------------------------------------ worker
@@ -119,51 +61,16 @@ class Job:
         self.ended: dict | None = None  # {"end": status, "why": reason} once this process ended the job
         self.scratch = "/tmp" if worker.mode == "bwrap" else None
         self.pid = -1
+        self.swept = False  # whether every process of the job was killed
 
-    def start(self, requests: int, replies: int) -> None:
-        """Fork the child on the job's pipes: it reads the solution and the calls from ``requests`` and writes its
-        answers to ``replies``, both ends shared with the trainer only."""
-        if self.scratch is None:
-            import tempfile
-
-            self.scratch = tempfile.mkdtemp(prefix="job-", dir=self.w.scratch_root)
-            if self.w.child_uid is not None:
-                os.chown(self.scratch, self.w.child_uid, self.w.child_uid)
-        pid = namespaces.fork(self.w.clone_flags)  # in a pid namespace of its own where the kernel allows it
-        if pid == 0:
-            try:
-                os.setpgid(0, 0)  # its own group, so kill(0) cannot reach us; no setsid (a session costs a sched group)
-                requests, replies = os.dup2(requests, 101), os.dup2(replies, 102)  # clear of 0-4 first
-                null = os.open(os.devnull, os.O_RDWR)
-                for fd in (0, 1, 2):
-                    os.dup2(null, fd)
-                os.dup2(requests, 3)
-                os.dup2(replies, 4)
-                os.closerange(5, 1 << 16)  # the control socket too
-                os.chdir(self.scratch)
-                self._limits()
-                if self.w.child_uid is not None:
-                    os.setgroups([])
-                    os.setgid(self.w.child_uid)
-                    os.setuid(self.w.child_uid)
-                child_main(3, 4)
-            finally:
-                os._exit(70)
-        self.pid = pid
-
-    def _limits(self) -> None:
-        cpu = int(self.timeout) + 2
-        # a job with a user namespace of its own counts its processes there from 0 (its uid's count in its namespace)
-        nproc = self.max_procs if self.w.clone_flags & namespaces.CLONE_NEWUSER else self.w.base_procs + self.max_procs
-        for what, value in (
-            (resource.RLIMIT_CPU, (cpu, cpu + 1)),
-            (resource.RLIMIT_AS, (self.memory, self.memory)),
-            (resource.RLIMIT_FSIZE, (self.max_file, self.max_file)),
-            (resource.RLIMIT_NOFILE, (64, 64)),
-            (resource.RLIMIT_NPROC, (nproc, nproc)),
-            (resource.RLIMIT_CORE, (0, 0)),
-        ):
-            resource.setrlimit(what, value)
+    def start(self) -> None:
+        """Run the job in the worker's spare (forked now where it was not made ahead): the trainer already holds the
+        other ends of its pipes and sends it the job's budgets and solution, then the calls."""
+        spare, self.w.spare = self.w.spare, None
+        if spare is None:  # no pipes were handed to the trainer: nothing to run the job in
+            raise EOFError
+        spare.fork()
+        self.pid, self.scratch = spare.pid, spare.scratch
 
     def end(self, status: str, why: str) -> None:
         if self.ended is None:
@@ -220,24 +127,75 @@ class Job:
             self.end("error", "the program exited")
 
     def kill(self) -> None:
+        """Kill the job's process and every other it left (once: after that no process of the job is left to fork)."""
         if self.pid > 0:
             _quiet(os.kill, self.pid, signal.SIGKILL)
             _quiet(os.waitpid, self.pid, 0)  # gone once this returns; kill_all finds whatever else the job left
-        self.w.kill_all()
+        if not self.swept:
+            self.w.kill_all()
+            self.swept = True
         self.pid = -1
 
-    def close(self) -> None:
+    def close(self) -> bool:
+        """Kill what is left of the job and remove its files; whether its scratch space is empty."""
         self.kill()
         if self.w.mode != "bwrap":
-            wipe(self.scratch)
-            _quiet(os.rmdir, self.scratch)
-        elif any(used(top) for top in WRITABLE):  # emptied by a short-lived child, so that no name the job chose
-            pid = os.fork()  # enters this process (whose memory the next job's child inherits)
-            if pid == 0:
-                for top in WRITABLE:
-                    wipe(top)
-                os._exit(0)
-            os.waitpid(pid, 0)
+            if self.scratch:
+                wipe(self.scratch)
+                _quiet(os.rmdir, self.scratch)
+            return True
+        if not any(used(top) for top in WRITABLE):
+            return True
+        pid = os.fork()  # emptied by a short-lived child, so that no name the job chose enters this process (whose
+        if pid == 0:  # memory the next job's process inherits)
+            for top in WRITABLE:
+                wipe(top)
+            os._exit(0)
+        os.waitpid(pid, 0)
+        return not any(used(top) for top in WRITABLE)
+
+
+class Spare:
+    """The next job's process (see ``jobproc``): its two pipes (the trainer gets the other ends), its scratch
+    directory, and its pid once forked (ahead of its job where jobs have pid namespaces of their own)."""
+
+    def __init__(self, w: Worker) -> None:
+        self.w, self.pid, self.scratch = w, 0, "/tmp"
+        if w.mode != "bwrap":
+            import tempfile
+
+            # the process makes it its job's only when its job comes (until then the running job cannot write there)
+            self.scratch = tempfile.mkdtemp(prefix="job-", dir=w.scratch_root)
+        self.requests, req_w = os.pipe()
+        rep_r, self.replies = os.pipe()
+        self.theirs = [req_w, rep_r]  # the trainer's ends, sent with the clean-up message
+
+    def fork(self) -> None:
+        if self.pid:
+            return
+        w = self.w
+        # a job with a user namespace of its own counts its processes there from 0 (its uid's count in its namespace)
+        base = 0 if w.clone_flags & namespaces.CLONE_NEWUSER else w.base_procs
+        uid = -1 if w.child_uid is None else w.child_uid
+        pid = namespaces.fork(w.clone_flags)  # in a pid namespace of its own where the kernel allows it
+        if pid == 0:
+            try:
+                jobproc.spare_main(self.requests, self.replies, self.scratch, base, uid)
+            finally:
+                os._exit(70)
+        self.pid = pid
+        for fd in (self.requests, self.replies):
+            os.close(fd)
+
+    def hand_over(self, ctl) -> None:
+        """The clean-up message, with the trainer's ends of this process's pipes (closed here once sent)."""
+        try:
+            fds = struct.pack("2i", *self.theirs)
+            ctl.sendmsg([dumps({"clean": self.pid})], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, fds)])
+        finally:
+            for fd in self.theirs:
+                os.close(fd)
+            self.theirs = []
 
 
 class Worker:
@@ -260,11 +218,22 @@ class Worker:
         if self.proc_hidden:
             housekeeping.PROC = "."
         self.clone_flags = namespaces.job_flags()  # each job in a pid namespace of its own, where the kernel allows
+        self.spare: Spare | None = None
+        self.ahead = bool(self.clone_flags)  # only where a job cannot name the next job's process (see ``jobproc``)
+
+    def prepare(self) -> None:
+        """Make the next job's pipes, and its process too where that is safe ahead of its job (while a job runs)."""
+        if self.spare is None:
+            self.spare = Spare(self)
+        if self.ahead:
+            self.spare.fork()
 
     def job_processes(self) -> list[int]:
+        """Every process but this one, its init and the next job's process."""
+        keep = (1, self.me, self.spare.pid if self.spare else 0)  # (a pid of 0 is never listed)
         if self.pidns:
-            return [int(p) for p in os.listdir(housekeeping.PROC) if p.isdigit() and int(p) not in (1, self.me)]
-        return descendants(self.me)
+            return [int(p) for p in os.listdir(housekeeping.PROC) if p.isdigit() and int(p) not in keep]
+        return [p for p in descendants(self.me) if p not in keep]
 
     def over_budget(self, memory: int, max_procs: int) -> str:
         pids = self.job_processes()
@@ -295,12 +264,12 @@ class Worker:
 
 def receive(ctl, fds: int) -> tuple[bytes, list[int]]:
     """One control message and the descriptors attached to it (``fds`` expected; any others are closed)."""
-    msg, ancillary, flags, _ = ctl.recvmsg(1 << 16, _socket.CMSG_SPACE(4 * max(fds, 1)))
+    msg, ancillary, flags, _ = ctl.recvmsg(4096, _socket.CMSG_SPACE(4 * max(fds, 1)))  # messages are small
     got: list[int] = []
     for level, kind, data in ancillary:
         if level == _socket.SOL_SOCKET and kind == _socket.SCM_RIGHTS:
             got += struct.unpack(f"{len(data) // 4}i", data[: len(data) // 4 * 4])
-    if len(got) != fds or flags & _socket.MSG_CTRUNC:
+    if len(got) != fds or flags & (_socket.MSG_CTRUNC | _socket.MSG_TRUNC):
         for fd in got:
             _quiet(os.close, fd)
         return (b"" if fds else msg), []
@@ -332,27 +301,28 @@ def main() -> None:
     ctl.send(dumps(hello))
     os.dup2(null, 2)
     gc.freeze()  # what exists now is never collected here or in a job's child: fewer pages copied after each fork
+    w.prepare()
+    w.spare.hand_over(ctl)  # the first job's pipes
+    last: tuple[bytes, object] = (b"", None)  # the trainer sends the same limits job after job
     while True:
-        msg, fds = receive(ctl, 2)
-        limits = decode(msg[1:] or b"{}") if msg[:1] == JOB else None
+        msg = receive(ctl, 0)[0]
+        if msg != last[0]:
+            last = (msg, decode(msg[1:] or b"{}") if msg[:1] == JOB else None)
+        limits = last[1]
         if not isinstance(limits, dict):
             os._exit(0)
         job = Job(limits, w)
         try:
-            try:
-                job.start(*fds)
-            finally:
-                for fd in fds:
-                    os.close(fd)
+            job.start()
+            w.prepare()
             eof = job.wait_finish(ctl)
             ctl.send(dumps(job.stop(eof)))
         except (EOFError, OSError):
             job.close()
             os._exit(0)
-        job.close()
-        if mode == "bwrap" and any(used(top) for top in WRITABLE):
+        if not job.close():
             os._exit(3)  # could not empty the scratch space: a fresh worker gets a fresh one
-        ctl.send(b'"clean"')  # every process of the job is gone and its files removed
+        w.spare.hand_over(ctl)  # every process of the job is gone and its files removed; the next job's pipes
 
 
 if __name__ == "__main__":
