@@ -9,6 +9,9 @@ import sys
 import sysconfig
 from pathlib import Path
 
+import pytest
+from _pkg import mod
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -53,7 +56,7 @@ def test_console_commands_from_a_fresh_editable_install(tmp_path):
 
 def test_train_help_is_the_configs_settings_before_any_slow_import():
     """python train.py --help: the config's settings as options, without importing torch or trl (a blink, not the
-    12 s and 1,400 lines of every TRL setting); --help-all gives those."""
+    12 s and 1,400 lines of every TRL setting); --help_all gives those."""
     code = ("import runpy, sys\nsys.argv = ['train.py', *sys.argv[1:]]\n"
             "runpy.run_path('train.py', run_name='__main__')\n"
             "print('imported', 'trl' in sys.modules, 'torch' in sys.modules)")
@@ -63,6 +66,23 @@ def test_train_help_is_the_configs_settings_before_any_slow_import():
     assert done.returncode == 0 and out[0].startswith("usage: train.py [--config CONFIG]"), done.stdout + done.stderr
     assert "The settings of configs/smoke.yaml:" in out and "  --build_tiny_model True" in out
     assert out[-1] == "imported False False" and len(out) < 150
-    full = subprocess.run([sys.executable, "train.py", "--help-all"], cwd=ROOT, capture_output=True, text=True,
+    full = subprocess.run([sys.executable, "train.py", "--help_all"], cwd=ROOT, capture_output=True, text=True,
                           timeout=300)
     assert full.returncode == 0 and len(full.stdout.splitlines()) > 500 and "--vllm_mode" in full.stdout
+
+
+def test_the_projects_own_options_are_spelled_with_underscores_and_the_old_hyphens_still_work(capsys):
+    # one spelling, like TRL's settings (--max_steps): no parser of the project declares --some-option
+    sources = [path for path in ROOT.rglob("*.py") if not {"tests", ".venv", "outputs"} & set(path.parts)]
+    hyphenated = {f"{path.name}: {flag}" for path in sources
+                  for flag in re.findall(r'add_argument\(\s*"(--[a-z0-9]+-[\w-]+)"', path.read_text(encoding="utf-8"))}
+    assert len(sources) > 20 and not hyphenated, sorted(hyphenated)
+    memory = mod("preflight.memory")
+    with pytest.raises(SystemExit):
+        memory.main(["--help"])
+    listed = capsys.readouterr().out
+    assert "--gpu_gb" in listed and "--gpu-gb" not in listed  # the old spelling still works, unlisted
+    outputs = []
+    for flag in (["--gpu_gb", "11"], ["--gpu-gb", "11"], ["--gpu-gb=11"]):  # the preset's name says 8
+        outputs.append((memory.main(["--config", str(ROOT / "configs" / "8gb.yaml"), *flag]), capsys.readouterr()))
+    assert re.search(r"fits? on 11 GB", outputs[0][1].out) and outputs[0] == outputs[1] == outputs[2], outputs
