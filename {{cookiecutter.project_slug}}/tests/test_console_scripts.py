@@ -2,6 +2,7 @@
 that sees this one's packages (nothing is downloaded), each answers ``--help``, and ``-train`` fails a missing
 config with train.py's one line."""
 
+import os
 import re
 import shutil
 import subprocess
@@ -86,3 +87,35 @@ def test_the_projects_own_options_are_spelled_with_underscores_and_the_old_hyphe
     for flag in (["--gpu_gb", "11"], ["--gpu-gb", "11"], ["--gpu-gb=11"]):  # the preset's name says 8
         outputs.append((memory.main(["--config", str(ROOT / "configs" / "8gb.yaml"), *flag]), capsys.readouterr()))
     assert re.search(r"fits? on 11 GB", outputs[0][1].out) and outputs[0] == outputs[1] == outputs[2], outputs
+
+
+def test_the_install_script_says_what_it_installs_and_is_never_silent_for_long(tmp_path):
+    """scripts/install.sh (the README's install): a line naming each install, one every PROGRESS_EVERY_S (20 s by
+    default) while pip is quiet, PyPI's torch where PyTorch's CPU index fails, and the extras asked for."""
+    assert "scripts/install.sh       # CPU only" in (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "every=${PROGRESS_EVERY_S:-20}" in (ROOT / "scripts" / "with_progress.sh").read_text(encoding="utf-8")
+    calls = tmp_path / "calls"
+    python = tmp_path / "python"  # a pip that takes 2 s over torch, silently, and whose CPU index does not answer
+    python.write_text(f'#!/bin/sh\necho "$*" >> {calls}\ncase "$*" in *--index-url*) exit 1 ;; *torch*) sleep 2 ;; '
+                      "esac\n")
+    python.chmod(0o755)
+    env = {**os.environ, "PYTHON": str(python), "PROGRESS_EVERY_S": "0.4"}
+    CPU = "https://download.pytorch.org/whl/cpu"  # noqa: N806
+    done = subprocess.run(["sh", "scripts/install.sh"], cwd=ROOT, capture_output=True, text=True, timeout=60, env=env)
+    out = done.stdout.splitlines()
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert calls.read_text().splitlines() == [
+        f"-m pip install --quiet torch==2.13.0 --index-url {CPU} --timeout 15 --retries 1",
+        "-m pip install --quiet torch==2.13.0", "-m pip install --quiet -e .[dev]"]
+    assert out[0] == f"installing torch==2.13.0 (CPU build) from {CPU} ..."
+    assert out[1].startswith(f"installing torch==2.13.0 (CPU build) from {CPU}: failed")
+    assert out[2].startswith(f"no CPU build from {CPU} (see above): installing torch")
+    assert sum(line.startswith("  ... still no CPU build") for line in out) >= 2, out  # while pip is silent
+    assert any(line.startswith("installing the project with its dev extras") for line in out), out
+    calls.unlink()
+    done = subprocess.run(["sh", "scripts/install.sh", "gpu", "--no-cache-dir"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=60, env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    torch_call, project_call = calls.read_text().splitlines()
+    assert torch_call == "-m pip install --quiet torch==2.13.0 --no-cache-dir"
+    assert project_call.startswith("-m pip install --quiet -e .[dev,gpu") and project_call.endswith(" --no-cache-dir")
