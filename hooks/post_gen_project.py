@@ -157,25 +157,27 @@ def _follow(lines: queue.Queue, timeout: float, show: tuple[str, ...]) -> bool:
         printed = 0.0 if live else printed
 
 
-def smoke(root: Path, context: dict) -> bool:
+def smoke(root: Path, context: dict) -> tuple[bool, str | None]:
+    """(whether the smoke steps passed, the interpreter the smoke training ran in or None)."""
     level = context["smoke_test"]
     if level == "skip":
-        return True
+        return True, None
     package = context["package_name"]
     ok = run_step("quick self-check", [sys.executable, "-m", f"{package}.selfcheck"], root, timeout=300)
     if level != "full" or not ok:
-        return ok
+        return ok, None
     python = training_python(root)
     command = "python train.py --config configs/smoke.yaml"
     if python is None:
         print(
             "smoke: torch and trl are not importable here nor in .venv; to run the smoke training:\n"
-            f"  cd {root} && pip install torch==2.13.0 --index-url {CPU_TORCH_INDEX} && pip install -e '.[dev]' && "
-            f"{command}"
+            f"  cd {root} && python -m venv .venv && . .venv/bin/activate && scripts/install.sh && {command}\n"
+            f"  (scripts/install.sh: pip install torch==2.13.0 --index-url {CPU_TORCH_INDEX}, then pip install -e "
+            "'.[dev]', with a line at least every 20 s)"
         )
-        return True
+        return True, None
     return run_step("smoke training", [python, "train.py", "--config", "configs/smoke.yaml"], root, SMOKE_TIMEOUT_S,
-                    show=SMOKE_SHOWS)
+                    show=SMOKE_SHOWS), python
 
 
 def next_path(root: Path, environ=os.environ) -> str:
@@ -207,8 +209,12 @@ def main(context: dict, root: Path | None = None, source: dict | None = None) ->
         print(f"error: {error}", file=sys.stderr)
         return 1
     record_source(root, source or {})
-    ok = smoke(root, context)
-    print(f"\nGenerated {root}. Next: cd {next_path(root)} && see README.md ('Install', then 'Train').")
+    ok, trained_with = smoke(root, context)
+    if ok and trained_with:  # the smoke trained in an environment that has everything: no second install
+        print(f"\nGenerated {root}. Next: cd {next_path(root)} && see README.md ('Train'); the environment the smoke "
+              f"ran in ({Path(trained_with).parent.parent}) has all it needs: skip 'Install'.")
+    else:
+        print(f"\nGenerated {root}. Next: cd {next_path(root)} && see README.md ('Install', then 'Train').")
     if not ok:
         print("The project was kept; fix the step above and rerun it there.")
         return 1 if os.environ.get("GRPO_TEMPLATE_STRICT_SMOKE") == "1" else 0
