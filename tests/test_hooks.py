@@ -309,6 +309,19 @@ def test_full_smoke_gives_a_slow_machine_the_time_its_step_rate_needs(tmp_path, 
     assert "health: learning" in out and "SMOKE FAILED" not in out
 
 
+def test_full_smoke_says_it_is_still_running_while_nothing_is_shown(tmp_path, defaults, capsys, monkeypatch):
+    # imports, the tiny model and the audit print nothing the hook shows: a line every QUIET_S (20 s) says so
+    fake_training(tmp_path, defaults, "print('building the tiny model', flush=True)\ntime.sleep(1.5)\n"
+                  "print('health: learning')\n")
+    monkeypatch.setattr(post, "training_python", lambda root: sys.executable)
+    assert post.QUIET_S <= 30  # the promise: a line at least every 30 s
+    monkeypatch.setattr(post, "QUIET_S", 0.4)
+    assert post.main({**defaults, "smoke_test": "full"}, root=tmp_path) == 0
+    out = capsys.readouterr().out
+    assert out.count("smoke: smoke training: still running (") >= 2, out
+    assert "health: learning" in out and "building the tiny model" not in out and "SMOKE FAILED" not in out
+
+
 def test_full_smoke_fails_a_step_that_stops_printing(tmp_path, defaults, capsys, monkeypatch):
     fake_training(tmp_path, defaults, "print('train: step 1/6', flush=True)\ntime.sleep(30)\n")
     monkeypatch.setattr(post, "training_python", lambda root: sys.executable)
