@@ -205,7 +205,8 @@ def test_a_short_try_cuts_priming_short_and_says_so(tmp_path, monkeypatch, capsy
     (never the folder a longer run reuses), and says so; a longer run primes in full; a primed model there is used."""
     train, config = mod("training.train"), mod("config")
     primed = []
-    monkeypatch.setattr(priming, "prime", lambda model, out, rows, **kwargs: primed.append((out, kwargs["steps"])))
+    monkeypatch.setattr(priming, "prime", lambda model, out, rows, **kwargs: primed.append(
+        (out, kwargs["steps"], kwargs["target_loss"])))
     monkeypatch.setattr(mod("data"), "priming_rows", lambda *args, **kwargs: [])
 
     def run(max_steps: str, output_dir: Path) -> tuple[str, str]:
@@ -217,10 +218,11 @@ def test_a_short_try_cuts_priming_short_and_says_so(tmp_path, monkeypatch, capsy
 
     full = str(tmp_path / "a" / "format-primed")
     used, err = run("1", tmp_path / "a")
-    assert used == str(tmp_path / "a" / "format-primed-try") and primed[-1] == (used, priming.TRY_STEPS)
+    # no target loss: a try's 10 steps are not meant to reach it, and no warning says to raise the steps
+    assert used == str(tmp_path / "a" / "format-primed-try") and primed[-1] == (used, priming.TRY_STEPS, None)
     assert "note: a short try (max_steps 1 <= 10): format priming cut from 1000 to 10 steps" in err, err
     used, err = run(str(priming.TRY_STEPS + 1), tmp_path / "a")  # a longer run in the same folder: in full
-    assert used == full and primed[-1] == (full, 1000) and "short try" not in err
+    assert used == full and primed[-1] == (full, 1000, 0.002) and "short try" not in err
     ready = tmp_path / "b" / "format-primed"
     ready.mkdir(parents=True)
     for name in ("config.json", "tokenizer_config.json", "model.safetensors"):

@@ -92,7 +92,7 @@ def format_primed(script_args: config.GRPOScriptArguments, training_args: GRPOCo
                 steps=steps,
                 learning_rate=script_args.format_priming_lr,
                 batch_size=script_args.format_priming_batch_size,
-                target_loss=script_args.format_priming_target_loss,
+                target_loss=None if note else script_args.format_priming_target_loss,  # a try is not meant to reach it
                 seed=training_args.seed,
                 system_prompt=script_args.system_prompt,
                 dtype=model_args.dtype,
