@@ -7,7 +7,7 @@ PYTHON ?= python3
 TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 TORCH_PIN := torch==2.13.0
 TORCH := $(TORCH_PIN) $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
-PROGRESS := sh tools/with_progress.sh  # a line every 20 s while a quiet install runs
+PROGRESS := sh '{{cookiecutter.project_slug}}/scripts/with_progress.sh'  # a line every 20 s while a quiet install runs
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cksum requirements-dev.txt | cut -d' ' -f1)

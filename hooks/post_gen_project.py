@@ -29,6 +29,7 @@ SPEC_FILES = ("task.toml", "task.md")  # a task folder's template settings (loca
 SMOKE_TIMEOUT_S = 900  # grows with the step rate the training reports (run_step)
 STALL_S = 600.0  # a step that prints nothing for this long has hung
 PROGRESS_EVERY_S = 10.0  # without a terminal, one progress line this often
+QUIET_S = 20.0  # a step that has shown nothing for this long gets a line saying it is still running
 PROGRESS = re.compile(r"train: step (\d+)/(\d+)")
 PROGRESS_PREFIXES = ("train: step", "format priming step")
 # of train.py's output, the hook shows its progress, the end of priming (so the live line does not jump from priming
@@ -91,7 +92,7 @@ def run_step(name: str, command: list[str], root: Path, timeout: float, show: tu
         lines: queue.Queue[str | None] = queue.Queue()
         threading.Thread(target=_pump, args=(process.stdout, lines), daemon=True).start()
         try:
-            ended = _follow(lines, timeout, show)
+            ended = _follow(lines, timeout, show, name)
         except KeyboardInterrupt:  # the step got the same Ctrl-C: training saves a checkpoint and says how to resume
             process.wait(timeout=STALL_S)
             stderr.seek(0)
@@ -117,21 +118,29 @@ def _pump(stream, lines: queue.Queue) -> None:
     lines.put(None)
 
 
-def _follow(lines: queue.Queue, timeout: float, show: tuple[str, ...]) -> bool:
+def _follow(lines: queue.Queue, timeout: float, show: tuple[str, ...], name: str = "step") -> bool:
     """Print the step's lines until its output ends (True) or its deadline passes (False). On a terminal, progress
-    lines overwrite each other; elsewhere one is printed every ``PROGRESS_EVERY_S`` seconds."""
+    lines overwrite each other; elsewhere one is printed every ``PROGRESS_EVERY_S`` seconds. After ``QUIET_S``
+    seconds with nothing shown (imports, the tiny model, the audit), one line says the step is still running."""
     started = time.monotonic()
     deadline = started + timeout
     first: tuple[float, int] | None = None  # (time, step) of the first training progress line
     printed = 0.0
     live = sys.stdout.isatty()
+    heard = shown = started  # the step's last line; the last line shown
     while True:
         now = time.monotonic()
         try:
-            line = lines.get(timeout=max(0.0, min(STALL_S, deadline - now)))
+            line = lines.get(timeout=max(0.0, min(heard + STALL_S, deadline, shown + QUIET_S) - now))
         except queue.Empty:
-            return False
-        now = time.monotonic()
+            now = time.monotonic()
+            if now >= min(heard + STALL_S, deadline):
+                return False
+            print(("\n" if live and printed else "") + f"smoke: {name}: still running ({now - started:.0f} s)",
+                  flush=True)
+            shown, printed = now, 0.0 if live else printed
+            continue
+        now = heard = time.monotonic()
         if line is None:
             if live and printed:
                 print(flush=True)
@@ -148,34 +157,36 @@ def _follow(lines: queue.Queue, timeout: float, show: tuple[str, ...]) -> bool:
         if line.startswith(PROGRESS_PREFIXES):
             if live:
                 print(f"\r\033[K{line}", end="", flush=True)
-                printed = now
+                printed = shown = now
             elif now - printed >= PROGRESS_EVERY_S:
                 print(line, flush=True)
-                printed = now
+                printed = shown = now
             continue
         print(("\n" if live and printed else "") + line, flush=True)
-        printed = 0.0 if live else printed
+        printed, shown = (0.0 if live else printed), now
 
 
-def smoke(root: Path, context: dict) -> bool:
+def smoke(root: Path, context: dict) -> tuple[bool, str | None]:
+    """(whether the smoke steps passed, the interpreter the smoke training ran in or None)."""
     level = context["smoke_test"]
     if level == "skip":
-        return True
+        return True, None
     package = context["package_name"]
     ok = run_step("quick self-check", [sys.executable, "-m", f"{package}.selfcheck"], root, timeout=300)
     if level != "full" or not ok:
-        return ok
+        return ok, None
     python = training_python(root)
     command = "python train.py --config configs/smoke.yaml"
     if python is None:
         print(
             "smoke: torch and trl are not importable here nor in .venv; to run the smoke training:\n"
-            f"  cd {root} && pip install torch==2.13.0 --index-url {CPU_TORCH_INDEX} && pip install -e '.[dev]' && "
-            f"{command}"
+            f"  cd {root} && python -m venv .venv && . .venv/bin/activate && scripts/install.sh && {command}\n"
+            f"  (scripts/install.sh: pip install torch==2.13.0 --index-url {CPU_TORCH_INDEX}, then pip install -e "
+            "'.[dev]', with a line at least every 20 s)"
         )
-        return True
+        return True, None
     return run_step("smoke training", [python, "train.py", "--config", "configs/smoke.yaml"], root, SMOKE_TIMEOUT_S,
-                    show=SMOKE_SHOWS)
+                    show=SMOKE_SHOWS), python
 
 
 def next_path(root: Path, environ=os.environ) -> str:
@@ -207,8 +218,12 @@ def main(context: dict, root: Path | None = None, source: dict | None = None) ->
         print(f"error: {error}", file=sys.stderr)
         return 1
     record_source(root, source or {})
-    ok = smoke(root, context)
-    print(f"\nGenerated {root}. Next: cd {next_path(root)} && see README.md ('Install', then 'Train').")
+    ok, trained_with = smoke(root, context)
+    if ok and trained_with:  # the smoke trained in an environment that has everything: no second install
+        print(f"\nGenerated {root}. Next: cd {next_path(root)} && see README.md ('Train'); the environment the smoke "
+              f"ran in ({Path(trained_with).parent.parent}) has all it needs: skip 'Install'.")
+    else:
+        print(f"\nGenerated {root}. Next: cd {next_path(root)} && see README.md ('Install', then 'Train').")
     if not ok:
         print("The project was kept; fix the step above and rerun it there.")
         return 1 if os.environ.get("GRPO_TEMPLATE_STRICT_SMOKE") == "1" else 0

@@ -137,6 +137,10 @@ def test_bake(cookies, combo):
         assert per_step % config["num_generations"] == 0, config_path.name
         if config_path.stem != "smoke":
             assert config["report_to"] == combo["tracking"]
+        elif combo["tracking"] != "none":  # a CPU try logs nowhere; the config and the README say so, and how to
+            assert config["report_to"] == "none"
+            assert f"--report_to {combo['tracking']} adds it" in config_path.read_text()
+            assert "the smoke config logs to no\ntracker" in (root / "README.md").read_text()
         assert {key: config.get(key) for key in ALGORITHM_FIELDS[combo["algorithm"]]} == ALGORITHM_FIELDS[
             combo["algorithm"]], config_path.name
         if config.get("use_vllm"):  # keep TRL's correction for vLLM's slightly off-policy samples

@@ -272,6 +272,8 @@ def test_full_smoke_without_torch_prints_the_command(tmp_path, defaults, capsys,
     assert "python train.py --config configs/smoke.yaml" in out
     # the CPU build: a plain `pip install torch==...` on Linux pulls the multi-GB CUDA build
     assert "pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu" in out
+    assert "&& scripts/install.sh && python train.py" in out  # the install that says what it does as it goes
+    assert "see README.md ('Install', then 'Train')" in out  # no environment has what the project needs
 
 
 def fake_training(tmp_path, defaults, body: str) -> None:
@@ -292,6 +294,9 @@ def test_full_smoke_streams_progress_and_the_health_line_not_the_metrics(tmp_pat
     assert "[ok] fine" in out and "health: learning: rewards/correctness/mean 0.100 -> 0.500 (+0.400)" in out
     assert "format priming step 1/10" in out  # progress, at most one line per PROGRESS_EVERY_S without a terminal
     assert "train: step 2/3" not in out and "'loss'" not in out
+    # the environment the smoke trained in has what the project needs (make demo's .venv): no second install
+    assert f"see README.md ('Train'); the environment the smoke ran in ({Path(sys.executable).parent.parent})" in out
+    assert "skip 'Install'" in out
 
 
 def test_full_smoke_gives_a_slow_machine_the_time_its_step_rate_needs(tmp_path, defaults, capsys, monkeypatch):
@@ -302,6 +307,19 @@ def test_full_smoke_gives_a_slow_machine_the_time_its_step_rate_needs(tmp_path, 
     assert post.main({**defaults, "smoke_test": "full"}, root=tmp_path) == 0
     out = capsys.readouterr().out
     assert "health: learning" in out and "SMOKE FAILED" not in out
+
+
+def test_full_smoke_says_it_is_still_running_while_nothing_is_shown(tmp_path, defaults, capsys, monkeypatch):
+    # imports, the tiny model and the audit print nothing the hook shows: a line every QUIET_S (20 s) says so
+    fake_training(tmp_path, defaults, "print('building the tiny model', flush=True)\ntime.sleep(1.5)\n"
+                  "print('health: learning')\n")
+    monkeypatch.setattr(post, "training_python", lambda root: sys.executable)
+    assert post.QUIET_S <= 30  # the promise: a line at least every 30 s
+    monkeypatch.setattr(post, "QUIET_S", 0.4)
+    assert post.main({**defaults, "smoke_test": "full"}, root=tmp_path) == 0
+    out = capsys.readouterr().out
+    assert out.count("smoke: smoke training: still running (") >= 2, out
+    assert "health: learning" in out and "building the tiny model" not in out and "SMOKE FAILED" not in out
 
 
 def test_full_smoke_fails_a_step_that_stops_printing(tmp_path, defaults, capsys, monkeypatch):

@@ -52,7 +52,8 @@ def test_torch_is_installed_the_same_way_everywhere():
     pins = {re.search(r"torch==([0-9.]+)", text).group(1) for text in (
         makefile, (ROOT / "requirements-dev.txt").read_text(),
         (ROOT / "{{cookiecutter.project_slug}}" / "pyproject.toml").read_text(), readme, project_readme,
-        (ROOT / "hooks" / "post_gen_project.py").read_text())}
+        (ROOT / "hooks" / "post_gen_project.py").read_text(),
+        (ROOT / "{{cookiecutter.project_slug}}" / "scripts" / "install.sh").read_text())}
     assert len(pins) == 1, pins
     cpu = f"pip install torch=={pins.pop()} --index-url {CPU_INDEX}"
     assert f"TORCH_INDEX ?= {CPU_INDEX}" in makefile and "--index-url $(TORCH_INDEX)" in makefile
@@ -92,14 +93,15 @@ def test_make_installs_torch_from_pips_own_index_within_seconds_when_the_torch_i
 
 
 def test_every_install_of_make_prints_a_line_while_it_runs():
-    """make is never silent for long: each pip install runs under tools/with_progress.sh, which prints a line when
-    it starts, every PROGRESS_EVERY_S while the command runs, and when it ends, with the command's exit status."""
+    """make is never silent for long: each pip install runs under the project's scripts/with_progress.sh (which the
+    project's scripts/install.sh uses too), which prints a line when it starts, every PROGRESS_EVERY_S while the
+    command runs, and when it ends, with the command's exit status."""
     lines = (ROOT / "Makefile").read_text().splitlines()
     installs = [i for i, line in enumerate(lines) if "pip install" in line]
     assert installs
     for i in installs:
         assert "$(PROGRESS)" in lines[i] or "$(PROGRESS)" in lines[i - 1], lines[i]
-    script = ROOT / "tools" / "with_progress.sh"
+    script = ROOT / "{{cookiecutter.project_slug}}" / "scripts" / "with_progress.sh"
     started = time.monotonic()
     done = subprocess.run(["sh", str(script), "waiting", "sh", "-c", "sleep 1.6; exit 3"], capture_output=True,
                           text=True, timeout=30, env={**os.environ, "PROGRESS_EVERY_S": "0.5"})

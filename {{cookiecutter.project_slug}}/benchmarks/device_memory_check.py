@@ -2,7 +2,7 @@
 
     python benchmarks/device_memory_check.py                       # every single-GPU preset that fits this GPU
     python benchmarks/device_memory_check.py --presets 8gb 24gb
-    python benchmarks/device_memory_check.py --tiny-check          # the same code with tiny shapes on CPU
+    python benchmarks/device_memory_check.py --tiny_check          # the same code with tiny shapes on CPU
 
 Needs no network and no vLLM: torch with CUDA, transformers, accelerate, peft, trl, datasets, and bitsandbytes for
 the 8-bit optimizer presets. For each preset it builds, in a child process (a fresh CUDA context each):
@@ -151,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--presets", nargs="*", help="preset names (default: every single-GPU preset)")
     parser.add_argument("--timeout", type=int, default=200, help="seconds per preset")
     parser.add_argument("--one", help=argparse.SUPPRESS)  # child process: one preset, JSON on the last line
-    parser.add_argument("--tiny-check", action="store_true", help="tiny shapes on CPU: tries the code path only")
+    parser.add_argument("--tiny_check", action="store_true", help="tiny shapes on CPU: tries the code path only")
     args = parser.parse_args(argv)
     if args.one:
         print(json.dumps(run_one(ROOT / "configs" / f"{args.one}.yaml", args.tiny_check)))
@@ -162,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
         import torch
 
         if not torch.cuda.is_available():
-            print("error: this check needs a CUDA GPU (--tiny-check tries the code on CPU)", file=sys.stderr)
+            print("error: this check needs a CUDA GPU (--tiny_check tries the code on CPU)", file=sys.stderr)
             return 2
         gpu_gib = torch.cuda.get_device_properties(0).total_memory / GIB
         print(f"GPU: {torch.cuda.get_device_name(0)} ({gpu_gib:.0f} GiB)")
@@ -174,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
         if gpu_gib is not None and needed > gpu_gib:
             print(f"{name:<9} skipped: needs a {needed:g} GB GPU")
             continue
-        command = [sys.executable, __file__, "--one", name] + (["--tiny-check"] if args.tiny_check else [])
+        command = [sys.executable, __file__, "--one", name] + (["--tiny_check"] if args.tiny_check else [])
         try:
             done = subprocess.run(command, capture_output=True, text=True, timeout=args.timeout)
         except subprocess.TimeoutExpired:

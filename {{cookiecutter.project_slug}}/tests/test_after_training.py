@@ -271,7 +271,8 @@ def test_download_failures_say_typo_or_no_network_in_one_line(tmp_path, monkeypa
     config = config_with(tmp_path, model_name_or_path="some-org/typo-model", build_tiny_model=False)
     response = SimpleNamespace(headers={}, request=None)
     for error, expected in [
-        (RepositoryNotFoundError("404 Client Error: Repository Not Found", response=response), "check the id"),
+        (RepositoryNotFoundError("404 Client Error: Repository Not Found", response=response),
+         "check model_name_or_path for a typo"),
         (OSError("Connection refused"), "could not be reached"),
     ]:
         def fail(*args, error=error, **kwargs):
@@ -281,7 +282,9 @@ def test_download_failures_say_typo_or_no_network_in_one_line(tmp_path, monkeypa
         monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
         assert download.main(["--config", config]) == 1
         err = capsys.readouterr().err
-        assert err.startswith("error: cannot download model 'some-org/typo-model'") and expected in err, err
+        # the file and the key the id came from: the config is where it is fixed
+        assert err.startswith(f"error: {config}: cannot download model 'some-org/typo-model' (model_name_or_path)")
+        assert expected in err, err
         assert err.count("\n") == 1
 
 

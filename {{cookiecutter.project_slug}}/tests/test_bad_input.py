@@ -201,7 +201,7 @@ def test_hub_ids_and_paths_are_told_apart(tmp_path):
 @pytest.mark.parametrize(("script", "argv"), [
     ("evaluation.evaluate", ["--config", "configs/smoke.yaml", "--max_row", "2"]),
     ("filtering", ["--config", "configs/smoke.yaml", "--max_prompt", "2"]),
-    ("preflight.doctor", ["--config", "configs/smoke.yaml", "--accelerate-conf", "x.yaml"]),
+    ("preflight.doctor", ["--config", "configs/smoke.yaml", "--accelerate_conf", "x.yaml"]),
     ("training.priming", ["--config", "configs/smoke.yaml", "--forc"]),
 ])
 def test_no_script_accepts_an_abbreviated_option(script, argv, capsys):

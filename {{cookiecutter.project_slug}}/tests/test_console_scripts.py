@@ -2,12 +2,16 @@
 that sees this one's packages (nothing is downloaded), each answers ``--help``, and ``-train`` fails a missing
 config with train.py's one line."""
 
+import os
 import re
 import shutil
 import subprocess
 import sys
 import sysconfig
 from pathlib import Path
+
+import pytest
+from _pkg import mod
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -53,7 +57,7 @@ def test_console_commands_from_a_fresh_editable_install(tmp_path):
 
 def test_train_help_is_the_configs_settings_before_any_slow_import():
     """python train.py --help: the config's settings as options, without importing torch or trl (a blink, not the
-    12 s and 1,400 lines of every TRL setting); --help-all gives those."""
+    12 s and 1,400 lines of every TRL setting); --help_all gives those."""
     code = ("import runpy, sys\nsys.argv = ['train.py', *sys.argv[1:]]\n"
             "runpy.run_path('train.py', run_name='__main__')\n"
             "print('imported', 'trl' in sys.modules, 'torch' in sys.modules)")
@@ -63,6 +67,55 @@ def test_train_help_is_the_configs_settings_before_any_slow_import():
     assert done.returncode == 0 and out[0].startswith("usage: train.py [--config CONFIG]"), done.stdout + done.stderr
     assert "The settings of configs/smoke.yaml:" in out and "  --build_tiny_model True" in out
     assert out[-1] == "imported False False" and len(out) < 150
-    full = subprocess.run([sys.executable, "train.py", "--help-all"], cwd=ROOT, capture_output=True, text=True,
+    full = subprocess.run([sys.executable, "train.py", "--help_all"], cwd=ROOT, capture_output=True, text=True,
                           timeout=300)
     assert full.returncode == 0 and len(full.stdout.splitlines()) > 500 and "--vllm_mode" in full.stdout
+
+
+def test_the_projects_own_options_are_spelled_with_underscores_and_the_old_hyphens_still_work(capsys):
+    # one spelling, like TRL's settings (--max_steps): no parser of the project declares --some-option
+    sources = [path for path in ROOT.rglob("*.py") if not {"tests", ".venv", "outputs"} & set(path.parts)]
+    hyphenated = {f"{path.name}: {flag}" for path in sources
+                  for flag in re.findall(r'add_argument\(\s*"(--[a-z0-9]+-[\w-]+)"', path.read_text(encoding="utf-8"))}
+    assert len(sources) > 20 and not hyphenated, sorted(hyphenated)
+    memory = mod("preflight.memory")
+    with pytest.raises(SystemExit):
+        memory.main(["--help"])
+    listed = capsys.readouterr().out
+    assert "--gpu_gb" in listed and "--gpu-gb" not in listed  # the old spelling still works, unlisted
+    outputs = []
+    for flag in (["--gpu_gb", "11"], ["--gpu-gb", "11"], ["--gpu-gb=11"]):  # the preset's name says 8
+        outputs.append((memory.main(["--config", str(ROOT / "configs" / "8gb.yaml"), *flag]), capsys.readouterr()))
+    assert re.search(r"fits? on 11 GB", outputs[0][1].out) and outputs[0] == outputs[1] == outputs[2], outputs
+
+
+def test_the_install_script_says_what_it_installs_and_is_never_silent_for_long(tmp_path):
+    """scripts/install.sh (the README's install): a line naming each install, one every PROGRESS_EVERY_S (20 s by
+    default) while pip is quiet, PyPI's torch where PyTorch's CPU index fails, and the extras asked for."""
+    assert "scripts/install.sh       # CPU only" in (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "every=${PROGRESS_EVERY_S:-20}" in (ROOT / "scripts" / "with_progress.sh").read_text(encoding="utf-8")
+    calls = tmp_path / "calls"
+    python = tmp_path / "python"  # a pip that takes 2 s over torch, silently, and whose CPU index does not answer
+    python.write_text(f'#!/bin/sh\necho "$*" >> {calls}\ncase "$*" in *--index-url*) exit 1 ;; *torch*) sleep 2 ;; '
+                      "esac\n")
+    python.chmod(0o755)
+    env = {**os.environ, "PYTHON": str(python), "PROGRESS_EVERY_S": "0.4"}
+    CPU = "https://download.pytorch.org/whl/cpu"  # noqa: N806
+    done = subprocess.run(["sh", "scripts/install.sh"], cwd=ROOT, capture_output=True, text=True, timeout=60, env=env)
+    out = done.stdout.splitlines()
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert calls.read_text().splitlines() == [
+        f"-m pip install --quiet torch==2.13.0 --index-url {CPU} --timeout 15 --retries 1",
+        "-m pip install --quiet torch==2.13.0", "-m pip install --quiet -e .[dev]"]
+    assert out[0] == f"installing torch==2.13.0 (CPU build) from {CPU} ..."
+    assert out[1].startswith(f"installing torch==2.13.0 (CPU build) from {CPU}: failed")
+    assert out[2].startswith(f"no CPU build from {CPU} (see above): installing torch")
+    assert sum(line.startswith("  ... still no CPU build") for line in out) >= 2, out  # while pip is silent
+    assert any(line.startswith("installing the project with its dev extras") for line in out), out
+    calls.unlink()
+    done = subprocess.run(["sh", "scripts/install.sh", "gpu", "--no-cache-dir"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=60, env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    torch_call, project_call = calls.read_text().splitlines()
+    assert torch_call == "-m pip install --quiet torch==2.13.0 --no-cache-dir"
+    assert project_call.startswith("-m pip install --quiet -e .[dev,gpu") and project_call.endswith(" --no-cache-dir")

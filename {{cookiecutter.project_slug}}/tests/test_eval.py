@@ -186,3 +186,24 @@ def test_the_smoke_config_samples_by_default_and_the_cli_wins(tmp_path):
     preset = tmp_path / "preset.yaml"
     preset.write_text("model_name_or_path: some/model\n")
     assert evaluate.settings_from_args(parser.parse_args(["--config", str(preset)])).num_samples == 1
+
+
+@pytest.mark.parametrize("command", ["evaluation.evaluate", "filtering"])
+def test_a_model_the_hub_cannot_give_is_named_where_the_user_wrote_it(command, tmp_path, monkeypatch, capsys):
+    # eval.py and filter.py take the config's model when --model is left out: the error names that key and that file
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    preset = tmp_path / "preset.yaml"
+    preset.write_text("model_name_or_path: nobody/no-such-model\n")
+    main = mod(command).main
+
+    def error_of(*args: str) -> str:
+        assert main(["--config", str(preset), "--output", str(tmp_path / "out"), *args]) == 1
+        lines = capsys.readouterr().err.strip().splitlines()
+        assert len(lines) == 1, lines
+        return lines[0]
+
+    from_config = error_of()
+    assert f"model 'nobody/no-such-model' (model_name_or_path in {preset})" in from_config, from_config
+    assert "--model" not in from_config
+    typed = error_of("--model", "nobody/typed-model")
+    assert "model 'nobody/typed-model' (--model)" in typed and "point --model at a local path" in typed, typed

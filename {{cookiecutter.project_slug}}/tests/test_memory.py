@@ -272,7 +272,7 @@ def test_local_model_folder_config_is_read(tmp_path):
 
 
 def test_unknown_model_is_one_clear_line():
-    with pytest.raises(memory.EstimateError, match="--model-config") as info:
+    with pytest.raises(memory.EstimateError, match="--model_config") as info:
         memory.estimate({"model_name_or_path": "someone/unknown-model"})
     assert "\n" not in str(info.value)
     assert memory.check_fits({"model_name_or_path": "someone/unknown-model"}, 24)[0].startswith(
@@ -300,7 +300,7 @@ def test_cli_prints_parts_and_verdict():
 def test_cli_does_not_fit_exits_1_with_advice(tmp_path):
     facts = tmp_path / "config.json"
     facts.write_text(json.dumps(memory.KNOWN_MODELS["Qwen/Qwen3-8B"]))
-    done = run_cli("--config", "configs/8gb.yaml", "--gpu-gb", "8", "--model-config", str(facts))
+    done = run_cli("--config", "configs/8gb.yaml", "--gpu_gb", "8", "--model_config", str(facts))
     assert done.returncode == 1, done.stdout + done.stderr
     assert "does not fit on 8 GB" in done.stdout and "advice:" in done.stdout
 
@@ -308,7 +308,7 @@ def test_cli_does_not_fit_exits_1_with_advice(tmp_path):
 def test_cli_unknown_model_is_an_error_line(tmp_path):
     config = tmp_path / "c.yaml"
     config.write_text("model_name_or_path: someone/unknown-model\n")
-    done = run_cli("--config", str(config), "--gpu-gb", "24")
+    done = run_cli("--config", str(config), "--gpu_gb", "24")
     assert done.returncode == 2 and done.stderr.startswith("error: no architecture facts")
 
 
@@ -321,7 +321,7 @@ def test_sharding_from_accelerate_launch_config(name, kind, stage, shown):
         pytest.skip(f"no {path.name} in this project")
     found = launch.from_accelerate_config(path)
     assert (found.kind, found.zero_stage, found.world_size) == (kind, stage, 8)
-    done = run_cli("--config", "configs/8x80gb.yaml", "--accelerate-config", str(path))
+    done = run_cli("--config", "configs/8x80gb.yaml", "--accelerate_config", str(path))
     if "no architecture facts" not in done.stderr:
         assert shown in done.stdout, done.stdout + done.stderr
 
@@ -391,7 +391,7 @@ def test_multi_process_full_fine_tune_is_not_assumed_zero3():
 
 
 def test_unreadable_accelerate_config_is_one_line(tmp_path):
-    done = run_cli("--config", "configs/8gb.yaml", "--accelerate-config", str(tmp_path / "missing.yaml"))
+    done = run_cli("--config", "configs/8gb.yaml", "--accelerate_config", str(tmp_path / "missing.yaml"))
     assert done.returncode == 2 and done.stderr.startswith("error: cannot read accelerate config")
 
 
@@ -418,7 +418,7 @@ def test_recompute_working_set_counts_lora_dropout_and_batch():
 
 
 def test_device_memory_check_dry_run_forces_full_lengths():
-    done = subprocess.run([sys.executable, "benchmarks/device_memory_check.py", "--tiny-check", "--presets", "24gb"],
+    done = subprocess.run([sys.executable, "benchmarks/device_memory_check.py", "--tiny_check", "--presets", "24gb"],
                           cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
     rows = [json.loads(line[len("RESULT "):]) for line in done.stdout.splitlines() if line.startswith("RESULT ")]

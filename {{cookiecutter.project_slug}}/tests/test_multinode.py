@@ -50,7 +50,7 @@ def test_main_address_and_port_sources(tmp_path):
     found = multinode.detect(bare)
     assert (found.machines, found.address, found.port) == (3, "gpu01", multinode.DEFAULT_PORT)
     found = multinode.detect(node(tmp_path), {"num_machines": 4, "main_process_port": 1234}, num_machines=2)
-    assert (found.machines, found.address, found.port, found.source) == (2, "gpu01", 29400, "--num-machines")
+    assert (found.machines, found.address, found.port, found.source) == (2, "gpu01", 29400, "--num_machines")
 
 
 def test_rendezvous(tmp_path):

@@ -200,17 +200,33 @@ def test_priming_memory_is_estimated_and_checked_before_priming():
     assert memory.priming_refusal({**settings, "use_peft": True, "activation_checkpointing": True}, 80) is None
 
 
-def test_a_short_try_says_that_priming_comes_first(tmp_path, monkeypatch, capsys):
-    """--max_steps 1 on a config that primes: train.py says priming runs first and how to skip it."""
+def test_a_short_try_cuts_priming_short_and_says_so(tmp_path, monkeypatch, capsys):
+    """--max_steps 1 on a config that primes 1000 steps: train.py primes 10 steps (TRY_STEPS), into format-primed-try
+    (never the folder a longer run reuses), and says so; a longer run primes in full; a primed model there is used."""
     train, config = mod("training.train"), mod("config")
     primed = []
-    monkeypatch.setattr(priming, "prime", lambda *args, **kwargs: primed.append(kwargs["steps"]))
+    monkeypatch.setattr(priming, "prime", lambda model, out, rows, **kwargs: primed.append(
+        (out, kwargs["steps"], kwargs["target_loss"])))
     monkeypatch.setattr(mod("data"), "priming_rows", lambda *args, **kwargs: [])
-    for max_steps, noted in (("1", True), ("2000", False)):
+
+    def run(max_steps: str, output_dir: Path) -> tuple[str, str]:
         args = config.parse_args(["--config", "configs/smoke.yaml", "--max_steps", max_steps,
-                                  "--output_dir", str(tmp_path / max_steps)])
-        train.format_primed(*args[:3], train_split=None)
-        err = capsys.readouterr().err
-        assert ("add --format_priming_steps 0 to skip it" in err) == noted, err
-        assert ("before GRPO's 1" in err) == noted
-    assert primed == [args[0].format_priming_steps] * 2
+                                  "--output_dir", str(output_dir)])
+        assert args[0].format_priming_steps > priming.TRY_STEPS
+        used = train.format_primed(*args[:3], train_split=None)
+        return used, capsys.readouterr().err
+
+    full = str(tmp_path / "a" / "format-primed")
+    used, err = run("1", tmp_path / "a")
+    # no target loss: a try's 10 steps are not meant to reach it, and no warning says to raise the steps
+    assert used == str(tmp_path / "a" / "format-primed-try") and primed[-1] == (used, priming.TRY_STEPS, None)
+    assert "note: a short try (max_steps 1 <= 10): format priming cut from 1000 to 10 steps" in err, err
+    used, err = run(str(priming.TRY_STEPS + 1), tmp_path / "a")  # a longer run in the same folder: in full
+    assert used == full and primed[-1] == (full, 1000, 0.002) and "short try" not in err
+    ready = tmp_path / "b" / "format-primed"
+    ready.mkdir(parents=True)
+    for name in ("config.json", "tokenizer_config.json", "model.safetensors"):
+        (ready / name).write_text("{}")
+    count = len(primed)
+    used, err = run("1", tmp_path / "b")  # a try after a full priming uses it as it is
+    assert used == str(ready) and len(primed) == count and "short try" not in err

@@ -183,7 +183,7 @@ def test_doctor_runs_on_every_training_node_and_its_blocker_stops_the_job(tmp_pa
     assert done.returncode != 0 and "the doctor found a blocker" in done.stderr
     doctors = [r for r in of(records, "python") if r["argv"][:1] == ["-m"]]
     assert sorted(d["env"]["SLURMD_NODENAME"] for d in doctors) == ["gpu01", "gpu02"]
-    assert all(d["argv"][1].endswith(".preflight.doctor") and option(d["argv"], "--num-machines") == "2"
+    assert all(d["argv"][1].endswith(".preflight.doctor") and option(d["argv"], "--num_machines") == "2"
                for d in doctors)
     assert not of(records, "vllm") and not of(records, "accelerate")  # stopped before the server and training
 

@@ -69,7 +69,7 @@ class Chat:
 
     def __init__(self, settings):
         self.settings = settings
-        self.base, self.adapter = resolve_model(settings.model, settings.adapter)
+        self.base, self.adapter = resolve_model(settings.model, settings.adapter, settings.model_field)
         self.backend = pick_backend(settings)
         self.tokenizer = load_tokenizer(self.base, self.adapter, settings)
         if self.backend == "vllm":

@@ -10,12 +10,12 @@ from . import DEFAULT_CONFIG
 from .settings import ConfigError, read_yaml
 from .training.backend import option, preload
 
-HELP_ALL = "--help-all"
+HELP_ALL = "--help_all"  # --help-all too, unlisted (flags.py)
 
 
 def train_help(argv: list[str]) -> str:
     """train.py's --help: the config's own settings, each an option (stdlib and PyYAML: no torch, in a blink).
-    ``--help-all`` lists every setting TRL and transformers accept (over a thousand lines, after their imports)."""
+    ``--help_all`` lists every setting TRL and transformers accept (over a thousand lines, after their imports)."""
     path = option(argv, "config") or DEFAULT_CONFIG
     name = os.path.basename(sys.argv[0])
     lines = [f"usage: {name} [--config CONFIG] [--SETTING VALUE ...] [{HELP_ALL}]", "",
@@ -36,7 +36,7 @@ def train() -> None:
     if {"-h", "--help"} & set(argv):
         print(train_help(argv))
         return
-    argv = ["--help" if arg == HELP_ALL else arg for arg in argv]
+    argv = ["--help" if arg in (HELP_ALL, "--help-all") else arg for arg in argv]
     preload(argv)  # before anything imports transformers or trl
     from .training.train import cli
 

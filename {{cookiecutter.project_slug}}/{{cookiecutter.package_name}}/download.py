@@ -31,8 +31,9 @@ def is_local_dataset(name: str) -> bool:
     return name.startswith(("generate:", "curriculum:")) or Path(name).suffix in data.LOCAL_FORMATS
 
 
-def hub_failure(kind: str, name: str, error: BaseException) -> DownloadError:
-    """One line for a failed download: a typo (no such repository), a gated one, or no network."""
+def hub_failure(kind: str, name: str, error: BaseException, key: str) -> DownloadError:
+    """One line for a failed download, naming the config's ``key``: a typo (no such repository), a gated one, or no
+    network."""
     from huggingface_hub.errors import GatedRepoError, RepositoryNotFoundError, RevisionNotFoundError
 
     reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
@@ -41,12 +42,12 @@ def hub_failure(kind: str, name: str, error: BaseException) -> DownloadError:
     elif isinstance(error, RevisionNotFoundError):
         why = "no such revision: check model_revision in the config"
     elif isinstance(error, RepositoryNotFoundError) or "not found" in reason.lower():
-        why = "no such repository on the Hub: check the id for a typo (or log in, if it is private)"
+        why = f"no such repository on the Hub: check {key} for a typo (or log in, if it is private)"
     elif os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes"):
         why = "HF_HUB_OFFLINE is set: run this step on a machine with internet, without HF_HUB_OFFLINE"
     else:
         why = f"the Hub could not be reached ({reason}): run this step on a machine with internet"
-    return DownloadError(f"cannot download {kind} {name!r}: {why}")
+    return DownloadError(f"cannot download {kind} {name!r} ({key}): {why}")
 
 
 def download_model(cfg: dict, log=print) -> str | None:
@@ -61,7 +62,7 @@ def download_model(cfg: dict, log=print) -> str | None:
     try:
         folder = snapshot_download(name, revision=setting(cfg, "model_revision"), ignore_patterns=SKIP_FILES)
     except (OSError, ValueError) as error:
-        raise hub_failure("model", name, error) from error
+        raise hub_failure("model", name, error, "model_name_or_path") from error
     log(f"model {name!r}: cached in {folder}")
     return folder
 
@@ -79,7 +80,7 @@ def download_dataset(cfg: dict, log=print) -> dict[str, int] | None:
     try:
         dataset = load_dataset(name, config)
     except (OSError, ValueError) as error:
-        raise hub_failure("dataset", name, error) from error
+        raise hub_failure("dataset", name, error, "dataset_name") from error
     parts = dataset.items() if hasattr(dataset, "items") else [("train", dataset)]
     rows = {split: len(part) for split, part in parts}
     log(f"dataset {name!r}: cached ({', '.join(f'{split} {count} rows' for split, count in rows.items())})")
@@ -114,7 +115,10 @@ def main(argv: list[str] | None = None) -> int:
         cfg = read_config(args.config)
         download_model(cfg)
         download_dataset(cfg)
-    except (DownloadError, EvalError, data.DataError) as error:
+    except DownloadError as error:  # the config file it came from, then the key, the id and what to do
+        print(f"error: {args.config}: {str(error).strip().splitlines()[0]}", file=sys.stderr)
+        return 1
+    except (EvalError, data.DataError) as error:
         print(f"error: {str(error).strip().splitlines()[0]}", file=sys.stderr)
         return 1
     print(f"cache: {cache_home()} (HF_HOME); copy it to the offline node or share it, then run there, with the same "

@@ -261,7 +261,7 @@ def run(args: argparse.Namespace, log=print) -> dict:
     paths = output_paths(Path(args.output) if args.output else default_output(settings.config))
     model = settings.model
     build_tiny_if_asked(settings, model)
-    base, adapter = evaluate.resolve_model(model, settings.adapter)
+    base, adapter = evaluate.resolve_model(model, settings.adapter, settings.model_field)
     backend = evaluate.pick_backend(settings)
     correctness = build_reward("correctness", evaluate.reward_settings(settings))  # as train.py builds it
     tokenizer = evaluate.load_tokenizer(base, adapter, settings)
@@ -342,6 +342,7 @@ def settings_from_args(args: argparse.Namespace) -> evaluate.Settings:
     return evaluate.Settings(
         config=config, model=model, adapter=os.path.expanduser(args.adapter) if args.adapter else None,
         num_samples=args.samples, batch_size=args.batch_size, backend=args.backend, cfg=cfg,
+        model_field=evaluate.model_field(args.model, config),
     )
 
 

@@ -40,6 +40,7 @@ from .options import (  # noqa: F401
     check_model_path,
     default_config,
     eval_rows,
+    model_field,
     read_config,
     resolve_model,
     settings_from_args,
@@ -70,7 +71,7 @@ def evaluate(settings: Settings, out_dir: Path) -> dict:
     """Generate, score, summarize and write the reports; returns the report."""
     started = time.time()
     use_cpu_threads(setting(settings, "cpu_threads"))
-    base, adapter = resolve_model(settings.model, settings.adapter)
+    base, adapter = resolve_model(settings.model, settings.adapter, settings.model_field)
     backend = pick_backend(settings)
     rewards = {name: build_reward(name, reward_settings(settings)) for name in reward_names()}
     tokenizer = load_tokenizer(base, adapter, settings)

@@ -36,6 +36,7 @@ class Settings:
     batch_size: int = 8
     backend: str = "auto"
     cfg: dict = field(default_factory=dict)
+    model_field: str = "--model"  # where the model was named, for errors: --model or the config's key
 
     def get(self, key: str):
         """The config's value of ``key``; unset or null: the defaults table's (settings.DEFAULTS), else None."""
@@ -101,14 +102,15 @@ def recorded_base(adapter_dir: Path, base: str) -> str:
     return base
 
 
-def resolve_model(model: str, adapter: str | None) -> tuple[str, str | None]:
-    """(base model, adapter dir or None); a model dir that holds only an adapter is split into both."""
+def resolve_model(model: str, adapter: str | None, field: str = "--model") -> tuple[str, str | None]:
+    """(base model, adapter dir or None); a model dir that holds only an adapter is split into both. ``field`` is
+    where the model was named (``--model``, or the config file's ``model_name_or_path``), for the errors."""
     check_model_path(model)
     if adapter is not None:
         check_model_path(adapter, "adapter")
         if not (Path(adapter) / "adapter_config.json").is_file():
             raise EvalError(f"adapter {adapter!r} has no adapter_config.json (not a peft LoRA dir)")
-        hub.check_available(model, "model", "--model")
+        hub.check_available(model, "model", field)
         return model, adapter
     path = Path(model)
     if (path / "adapter_config.json").is_file() and not (path / "config.json").is_file():
@@ -123,7 +125,7 @@ def resolve_model(model: str, adapter: str | None) -> tuple[str, str | None]:
         return base, model
     if path.is_dir() and not (path / "config.json").is_file():
         raise EvalError(f"model dir {model!r} has neither config.json nor adapter_config.json (train it first?)")
-    hub.check_available(model, "model", "--model")
+    hub.check_available(model, "model", field)
     return model, None
 
 
@@ -224,4 +226,10 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
     return Settings(
         config=config, model=model, adapter=adapter, num_samples=args.num_samples, pass_k=ks,
         max_rows=args.max_rows, batch_size=args.batch_size, backend=args.backend, cfg=cfg,
+        model_field=model_field(args.model, config),
     )
+
+
+def model_field(typed: str | None, config: str) -> str:
+    """Where the model was named, as an error should say it: the command line's --model, else the config's key."""
+    return "--model" if typed else f"model_name_or_path in {config}"

@@ -166,7 +166,7 @@ def resolve_arch(model_name: str, model_config: dict[str, Any] | None = None) ->
         if known.lower() == (model_name or "").lower() or _short(known) == wanted:
             return arch_from_config(facts, model_name)
     raise EstimateError(
-        f"no architecture facts for model {model_name!r}: pass --model-config path/to/config.json "
+        f"no architecture facts for model {model_name!r}: pass --model_config path/to/config.json "
         f"(known: {', '.join(KNOWN_MODELS)})"
     )
 

@@ -1,7 +1,7 @@
 """Pre-flight check on the GPU machine, before the paid hour starts: one line per check, each with its fix.
 
     python -m <package>.preflight.doctor                # the project's default preset
-    python -m <package>.preflight.doctor --config configs/24gb.yaml [--accelerate-config configs/accelerate/zero3.yaml]
+    python -m <package>.preflight.doctor --config configs/24gb.yaml [--accelerate_config configs/accelerate/zero3.yaml]
 
 Checks: the config through train.py's own parser and checks, the GPUs (count, name, memory, bf16, driver vs the
 CUDA build of torch), installed versions vs the project's pins and TRL's supported vLLM range, the preset's
@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import ROOT
+from ..flags import with_underscores
 from ..settings import setting
 from . import launch as launches
 from . import memory
@@ -285,7 +286,7 @@ def run_checks(config: dict[str, Any], machine: Machine, root: Path = ROOT, pack
     try:
         run = launches.resolve(config, machine.environ, accelerate_config)
     except launches.LaunchError as error:
-        return [Check("launch", BLOCK, str(error), "fix the --accelerate-config path")]
+        return [Check("launch", BLOCK, str(error), "fix the --accelerate_config path")]
     checks = [check_gpus(config, machine)]
     checks += check_versions(config, machine, root / "pyproject.toml", run)
     checks += check_memory(config, machine, run)
@@ -304,12 +305,12 @@ def run_checks(config: dict[str, Any], machine: Machine, root: Path = ROOT, pack
 def main(argv: list[str] | None = None, machine: Machine | None = None) -> int:
     parser = argparse.ArgumentParser(description="Pre-flight check before a GPU training run.", allow_abbrev=False)
     parser.add_argument("--config", default=None, help="a YAML config (default: the project's preset)")
-    parser.add_argument("--accelerate-config", default=None, help="the accelerate config the launch will use")
-    parser.add_argument("--num-machines", type=int, default=None,
+    parser.add_argument("--accelerate_config", default=None, help="the accelerate config the launch will use")
+    parser.add_argument("--num_machines", type=int, default=None,
                         help="nodes of a multi-node launch (default: the accelerate config's, else SLURM's)")
-    parser.add_argument("--wait-for-nodes", type=float, default=0.0, metavar="SECONDS",
+    parser.add_argument("--wait_for_nodes", type=float, default=0.0, metavar="SECONDS",
                         help="multi-node: wait this long for the other nodes' doctors (versions, shared output_dir)")
-    args = parser.parse_args(argv)
+    args = parser.parse_args(with_underscores(parser, argv))
     path = args.config or default_config_path()
     if path is None:
         print("error: no --config given and no .cookiecutter.json to find the default preset", file=sys.stderr)

@@ -38,7 +38,7 @@ adapted to what TRL 1.16's GRPOTrainer does:
 
 GPU sizes are taken as GiB of device memory (a "24 GB" card has ~24 GiB). Architecture facts of the presets'
 default models ship below as their published ``config.json`` values; any other model needs its config.json
-(``--model-config``, or ``model_name_or_path`` pointing at a local folder that has one). The estimate is a sizing
+(``--model_config``, or ``model_name_or_path`` pointing at a local folder that has one). The estimate is a sizing
 aid: measure with ``torch.cuda.max_memory_allocated()`` (``benchmarks/device_memory_check.py``) before trusting a
 tight fit. Unsloth shares the vLLM weights with training, so it needs less than estimated here.
 """
@@ -257,7 +257,7 @@ def estimate(
     run = _run_of(config, resolve_arch(name, model_config), launch)
     arch = run.arch
     if "assumed" in run.launch.source:
-        notes.append(f"{run.launch.source}; pass --accelerate-config for ZeRO/FSDP")
+        notes.append(f"{run.launch.source}; pass --accelerate_config for ZeRO/FSDP")
     full_weights = _full_weight_bytes(run)
     weights = _weight_bytes(run, full_weights, notes)
     trainable, trainable_params = _trainable_bytes(run, notes)

@@ -1,9 +1,9 @@
 """GPU memory estimate of a GRPO config: advice when it does not fit, the start-up check, and the command.
 
     python -m <package>.preflight.memory --config configs/24gb.yaml       # GPU size from the preset's name
-    python -m <package>.preflight.memory --config configs/24gb.yaml --gpu-gb 16   # the same config on another GPU
-    python -m <package>.preflight.memory --config my.yaml --model-config path/to/config.json  # a model it does not know
-    python -m <package>.preflight.memory --config configs/8x80gb.yaml --accelerate-config configs/accelerate/zero3.yaml
+    python -m <package>.preflight.memory --config configs/24gb.yaml --gpu_gb 16   # the same config on another GPU
+    python -m <package>.preflight.memory --config my.yaml --model_config path/to/config.json  # a model it does not know
+    python -m <package>.preflight.memory --config configs/8x80gb.yaml --accelerate_config configs/accelerate/zero3.yaml
 
 The model itself is in ``estimator.py``; architecture facts in ``archs.py``; the launch (processes, sharding) in
 ``launch.py``.
@@ -18,6 +18,7 @@ import os
 import sys
 from typing import Any
 
+from ..flags import with_underscores
 from ..settings import setting
 from . import launch as launches
 from .archs import (  # noqa: F401 - re-exported: the public names of the estimator
@@ -345,7 +346,7 @@ def report(est: Estimate) -> str:
     if est.device == "cpu":
         lines.append(f"GPU: not applicable (CPU run); needs about {est.total:.1f} GiB of RAM")
     elif est.gpu_gb is None:
-        lines.append("GPU: size unknown (pass --gpu-gb)")
+        lines.append("GPU: size unknown (pass --gpu_gb)")
     elif est.fits:
         tight = "" if (est.margin or 0) >= HEADROOM else f" - below the {HEADROOM:.0%} headroom a preset keeps"
         lines.append(f"fits on {est.gpu_gb:g} GB: {est.margin:.0%} free ({est.gpu_gb - est.total:.1f} GiB){tight}")
@@ -361,14 +362,14 @@ def report(est: Estimate) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Estimate the peak GPU memory of a GRPO config.", allow_abbrev=False)
     parser.add_argument("--config", required=True, help="a YAML config, e.g. configs/24gb.yaml")
-    parser.add_argument("--gpu-gb", type=float, default=None, help="memory of one GPU (default: from the preset name)")
-    parser.add_argument("--model-config", default=None, help="config.json (or its folder) of a model not shipped here")
-    parser.add_argument("--accelerate-config", default=None,
+    parser.add_argument("--gpu_gb", type=float, default=None, help="memory of one GPU (default: from the preset name)")
+    parser.add_argument("--model_config", default=None, help="config.json (or its folder) of a model not shipped here")
+    parser.add_argument("--accelerate_config", default=None,
                         help="the accelerate launch config (configs/accelerate/*.yaml): its sharding and processes")
     parser.add_argument("--colocate", action="store_true",
                         help="only check that vLLM colocated (use_vllm true, vllm_mode colocate) can start: silent "
                              "when it can or the GPU size is unknown, one line and exit 1 when it cannot")
-    args = parser.parse_args(argv)
+    args = parser.parse_args(with_underscores(parser, argv))
     try:
         config = load_config(args.config)
         if args.colocate:

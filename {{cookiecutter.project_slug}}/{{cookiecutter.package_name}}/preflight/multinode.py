@@ -1,7 +1,7 @@
 """The doctor's multi-node checks: the rendezvous reachable from this node, the output directory shared between the
 nodes, the same package versions on every node.
 
-A launch is multi-node when ``--num-machines`` (the doctor's flag, as scripts/slurm/train.sbatch passes it), the
+A launch is multi-node when ``--num_machines`` (the doctor's flag, as scripts/slurm/train.sbatch passes it), the
 accelerate config's ``num_machines`` or SLURM (a job step or job over more than one node) says so. The main address
 and port come from ``MASTER_ADDR`` / ``MASTER_PORT`` (torchrun's names, exported by the sbatch script), else the
 accelerate config's ``main_process_ip`` / ``main_process_port``, else the first SLURM node and port 29500.
@@ -68,7 +68,7 @@ def detect(machine: Machine, accelerate: Mapping[str, Any] | None = None,
     slurm = _int(environ.get("SLURM_STEP_NUM_NODES")) or _int(environ.get("SLURM_JOB_NUM_NODES")) \
         or _int(environ.get("SLURM_NNODES"))
     if num_machines:
-        machines, source = num_machines, "--num-machines"
+        machines, source = num_machines, "--num_machines"
     elif _int(accelerate.get("num_machines")) > 1:
         machines, source = _int(accelerate.get("num_machines")), "the accelerate config's num_machines"
     elif slurm > 1:

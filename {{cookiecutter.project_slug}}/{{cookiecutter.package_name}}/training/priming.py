@@ -293,6 +293,21 @@ def refusal(settings: dict) -> str | None:
         return None
 
 
+TRY_STEPS = 10  # a run of at most this many GRPO steps is a try of the loop: it learns nothing either way
+
+
+def for_a_try(primed: str, steps: int, max_steps: int) -> tuple[str, int, str | None]:
+    """(where to prime, how many steps, a note or None). A short try (``0 < max_steps <= TRY_STEPS``) with no primed
+    model yet primes at most ``TRY_STEPS`` steps, into ``<primed>-try``, which a longer run in the same output_dir
+    never reuses (it primes in full); the note says so."""
+    if is_model_dir(primed) or not 0 < max_steps <= TRY_STEPS or steps <= TRY_STEPS:
+        return primed, steps, None
+    return f"{primed}-try", TRY_STEPS, (
+        f"note: a short try (max_steps {max_steps} <= {TRY_STEPS}): format priming cut from {steps} to {TRY_STEPS} "
+        f"steps, into {primed}-try, which a longer run here does not reuse; the try checks that the loop runs, it "
+        "learns nothing")
+
+
 PRIMING_ROWS = 512  # train.py primes on the first 512 training rows too
 
 

@@ -72,16 +72,16 @@ def main(
 
 def format_primed(script_args: config.GRPOScriptArguments, training_args: GRPOConfig, model_args: ModelConfig,
                   train_split) -> str:
-    """The format-primed model under output_dir, primed now unless it is there (priming.py); its path."""
-    primed = os.path.join(training_args.output_dir, "format-primed")
+    """The format-primed model under output_dir (a short try: format-primed-try), primed now unless it is there
+    (priming.py); its path."""
+    primed, steps, note = priming.for_a_try(os.path.join(training_args.output_dir, "format-primed"),
+                                            script_args.format_priming_steps, training_args.max_steps)
     if int(os.environ.get("RANK", "0")) == 0 and not checkpoints.is_model_dir(primed):
         settings = {**vars(model_args), **training_args.to_dict(), **vars(script_args)}
         if line := priming.refusal(settings):  # before priming loads any weight: what will not fit is refused
             sys.exit(f"error: {line}")
-        if script_args.format_priming_steps > training_args.max_steps > 0:  # a short try: say what comes first
-            print(f"note: format priming (up to {script_args.format_priming_steps} steps, once per output_dir) runs "
-                  f"before GRPO's {training_args.max_steps}; add --format_priming_steps 0 to skip it",
-                  file=sys.stderr)
+        if note:  # a short try primes as many steps as it trains, and says so
+            print(note, file=sys.stderr)
     # The main process primes (only it may save under torch.distributed); the others wait, then reuse it.
     with training_args.main_process_first(local=training_args.save_on_each_node, desc="format priming"):
         if not checkpoints.is_model_dir(primed):  # saved atomically: there whole, or not at all
@@ -89,10 +89,10 @@ def format_primed(script_args: config.GRPOScriptArguments, training_args: GRPOCo
                 model_args.model_name_or_path,
                 primed,
                 data.priming_rows(script_args.dataset_name, train_split, seed=training_args.seed),
-                steps=script_args.format_priming_steps,
+                steps=steps,
                 learning_rate=script_args.format_priming_lr,
                 batch_size=script_args.format_priming_batch_size,
-                target_loss=script_args.format_priming_target_loss,
+                target_loss=None if note else script_args.format_priming_target_loss,  # a try is not meant to reach it
                 seed=training_args.seed,
                 system_prompt=script_args.system_prompt,
                 dtype=model_args.dtype,

@@ -1,6 +1,6 @@
 """Recall and false credit of the math ``correctness`` reward on Math-Verify's own test suite, beside raw math-verify.
 
-Run from the project root: ``python benchmarks/bench_math_recall.py [--show-all]``.
+Run from the project root: ``python benchmarks/bench_math_recall.py [--show_all]``.
 
 The cases are ``benchmarks/math_verify_cases.jsonl`` (extracted from the ``tests/`` of
 https://github.com/huggingface/Math-Verify by ``extract_math_verify_cases.py``; its first line names the commit and
@@ -101,7 +101,7 @@ def summary(name: str, cases: list[dict[str, object]], verdicts: list[bool]) -> 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--show-all", action="store_true", help="also list the positives raw math-verify refuses")
+    parser.add_argument("--show_all", action="store_true", help="also list the positives raw math-verify refuses")
     args = parser.parse_args()
     logging.disable(logging.WARNING)
     header, cases = load()

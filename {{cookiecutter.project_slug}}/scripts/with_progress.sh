@@ -1,7 +1,7 @@
 #!/bin/sh
 # Run a quiet, slow command (pip install --quiet ...) with a line when it starts, one every PROGRESS_EVERY_S seconds
-# (default 20) while it runs, and one when it ends, so `make` is never silent for long.
-# Usage: tools/with_progress.sh "what is being done" command [args...]
+# (default 20) while it runs, and one when it ends, so an install is never silent for long (scripts/install.sh).
+# Usage: scripts/with_progress.sh "what is being done" command [args...]
 what=$1
 shift
 every=${PROGRESS_EVERY_S:-20}
