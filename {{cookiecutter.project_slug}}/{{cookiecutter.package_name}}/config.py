@@ -16,12 +16,10 @@ from dataclasses import dataclass, field
 from trl import GRPOConfig, ModelConfig, ScriptArguments, TrlParser
 
 from . import DEFAULT_CONFIG, task
-from . import audit as audit_defaults
+from .constants import AUDIT_MAX_FALSE_NEGATIVE, AUDIT_MAX_FALSE_POSITIVE, AUDIT_ROWS, BACKENDS
 from .rewards import reward_names
-from .rules import check_values
+from .rules import check_values, pool_settings
 from .settings import ConfigError, read_yaml  # noqa: F401 - ConfigError: the parser's error, re-exported
-from .training import difficulty
-from .training.backend import BACKENDS
 
 
 @dataclass
@@ -69,16 +67,16 @@ class GRPOScriptArguments(ScriptArguments):
     audit: bool = field(
         default=True, metadata={"help": "Audit the correctness reward on training rows before training (audit.py)."}
     )
-    audit_rows: int = field(default=audit_defaults.DEFAULT_ROWS, metadata={"help": "Rows the audit samples."})
+    audit_rows: int = field(default=AUDIT_ROWS, metadata={"help": "Rows the audit samples."})
     audit_reward: str | None = field(
         default=None,
         metadata={"help": "Reward to audit; unset: correctness if listed, else the first dotted reward_funcs name."},
     )
     audit_max_false_negative: float = field(
-        default=audit_defaults.MAX_FALSE_NEGATIVE, metadata={"help": "Refuse to train above this gold-missed rate."}
+        default=AUDIT_MAX_FALSE_NEGATIVE, metadata={"help": "Refuse to train above this gold-missed rate."}
     )
     audit_max_false_positive: float = field(
-        default=audit_defaults.MAX_FALSE_POSITIVE, metadata={"help": "Refuse to train above this wrong-credited rate."}
+        default=AUDIT_MAX_FALSE_POSITIVE, metadata={"help": "Refuse to train above this wrong-credited rate."}
     )
 
 
@@ -244,9 +242,9 @@ def raise_first(path: str, problems: list[str], cli_keys: set[str]) -> None:
 
 
 def check_arguments(script_args: GRPOScriptArguments, training_args: GRPOConfig) -> None:
-    """The difficulty pool's bounds (``training.difficulty.PoolSettings``), and a note when the launch's process
+    """The difficulty pool's bounds (``rules.PoolSettings``), and a note when the launch's process
     count is not the one the preset's batch is sized for."""
-    difficulty.pool_settings(script_args)  # bad pool values raise here
+    pool_settings(script_args)  # bad pool values raise here
     world_size = int(os.environ.get("WORLD_SIZE", "1"))
     if world_size != script_args.num_processes:
         print(

@@ -4,17 +4,18 @@ any dataclass is built. Each problem is one line that starts with the key. Stdli
 self-check runs it in cookiecutter's interpreter.
 
 A task's own settings (``task.TaskArguments``) check themselves, as TRL's dataclasses do; the difficulty pool's
-bounds live in ``difficulty.PoolSettings``.
+bounds live in ``PoolSettings`` below (the pool itself: ``training/difficulty.py``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 
+from .constants import BACKENDS
 from .hub import shaped_like_hub_id
 from .rewards import check_reward_config
 from .settings import setting
-from .training.backend import BACKENDS
 
 
 def _number(value: object) -> float | None:
@@ -125,3 +126,26 @@ def check_config(config: Mapping) -> list[str]:
         problems.append(f"generation batch {batch} (= {per_device} per device x {processes} processes x {steps} "
                         f"steps) is not divisible by num_generations={generations}")
     return problems
+
+
+@dataclass
+class PoolSettings:
+    retire_after: int = 2
+    revisit_prob: float = 0.1
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.retire_after < 1:
+            raise ValueError(f"pool_retire_after must be at least 1, got {self.retire_after}")
+        if not 0.0 <= self.revisit_prob <= 1.0:
+            raise ValueError(f"pool_revisit_prob must be in [0, 1], got {self.revisit_prob}")
+
+
+def pool_settings(script_args, seed: int = 0) -> PoolSettings | None:
+    """The pool settings of a config's script arguments, None when the pool is off; bad values raise ValueError."""
+    settings = PoolSettings(
+        retire_after=int(getattr(script_args, "pool_retire_after", 2)),
+        revisit_prob=float(getattr(script_args, "pool_revisit_prob", 0.1)),
+        seed=seed,
+    )
+    return settings if getattr(script_args, "difficulty_pool", False) else None

@@ -127,3 +127,11 @@ def setting(config: Mapping, key: str):
     if value is not None:
         return value
     return DERIVED[key](config) if key in DERIVED else DEFAULTS[key]
+
+
+def flag(config: Mapping, key: str) -> bool:
+    """A yes/no setting as a bool: YAML's true/false, or the text a command line gives ("true", "1", "on")."""
+    value = setting(config, key)
+    if isinstance(value, str):
+        return value.strip().lower() in ("1", "true", "yes", "on")
+    return bool(value)

@@ -16,6 +16,7 @@ from trl import GRPOConfig, ModelConfig
 
 from .. import audit, config, data, hub, task
 from ..preflight import memory
+from ..preflight.launch_checks import checked_args
 from ..rewards import RewardSettings, build_reward_funcs
 from ..settings import use_cpu_threads
 from . import checkpoints, difficulty, distributed, health, model, priming, recheck, tiny
@@ -193,15 +194,6 @@ def check_sources(script_args: config.GRPOScriptArguments, model_args: ModelConf
     if not script_args.build_tiny_model:
         hub.check_available(model_args.model_name_or_path, "model", "model_name_or_path")
     hub.check_available(script_args.dataset_name, "dataset", "dataset_name")
-
-
-def checked_args(argv: list[str]) -> config.Arguments:
-    """The parsed arguments once every check before the data loads passed (the doctor runs the same); raises
-    ValueError or FileNotFoundError with one line."""
-    script_args, training_args, model_args, task_args = config.parse_args(argv)
-    config.check_arguments(script_args, training_args)
-    distributed.check_launch(script_args, training_args, model_args)  # precision, priming under this launch
-    return script_args, training_args, model_args, task_args
 
 
 def cli(argv: list[str]) -> None:
