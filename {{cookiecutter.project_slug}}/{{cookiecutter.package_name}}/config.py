@@ -5,18 +5,23 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import difflib
 import os
-import re
 import sys
-import types
 import typing
 from dataclasses import dataclass, field
 
 from trl import GRPOConfig, ModelConfig, ScriptArguments, TrlParser
 
-from . import DEFAULT_CONFIG, task
+from . import task
 from .constants import AUDIT_MAX_FALSE_NEGATIVE, AUDIT_MAX_FALSE_POSITIVE, AUDIT_ROWS, BACKENDS
+from .known import (  # noqa: F401 - re-exported: the parser's first checks
+    _type_problem,
+    check_options,
+    check_yaml,
+    glue_negative_values,
+    raise_first,
+    with_default_config,
+)
 from .rewards import reward_names
 from .rules import check_values, pool_settings
 from .settings import ConfigError, read_yaml  # noqa: F401 - ConfigError: the parser's error, re-exported
@@ -98,109 +103,12 @@ def parser() -> TrlParser:
     return Parser((GRPOScriptArguments, GRPOConfig, ModelConfig, task.TaskArguments))
 
 
-def with_default_config(argv: list[str]) -> list[str]:
-    """``argv`` with ``--config PATH`` first (the project's preset unless one is given; ``--config=PATH`` split), and
-    a negative number glued to the option before it (``--learning_rate -1e-4``: argparse would read an option)."""
-    argv = glue_negative_values(argv)
-    for index, arg in enumerate(argv):
-        if arg.startswith("--config="):
-            return ["--config", arg.split("=", 1)[1], *argv[:index], *argv[index + 1 :]]
-        if arg == "--config":
-            return ["--config", *argv[index + 1 : index + 2], *argv[:index], *argv[index + 2 :]]
-    return ["--config", DEFAULT_CONFIG, *argv]
-
-
-def glue_negative_values(argv: list[str]) -> list[str]:
-    """``--option -1e-4`` as ``--option=-1e-4``, so that the value reaches the checks instead of argparse's
-    "expected one argument"."""
-    out: list[str] = []
-    for arg in argv:
-        if out and out[-1].startswith("--") and "=" not in out[-1] and _NEGATIVE.fullmatch(arg):
-            out[-1] = f"{out[-1]}={arg}"
-        else:
-            out.append(arg)
-    return out
-
-
-_NEGATIVE = re.compile(r"-(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|-inf|-nan", re.IGNORECASE)
-
-
-def _closest(name: str, known, prefix: str = "") -> str:
-    match = difflib.get_close_matches(name, list(known), n=1)
-    return f" (did you mean {prefix}{match[0]}?)" if match else ""
-
-
-def _type_problem(hint, value) -> str | None:
-    """What ``value`` (as YAML gave it) should be for a field annotated ``hint``; None when it fits or when the
-    annotation is not one this checks (dicts, enums: TRL and transformers check those)."""
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if origin in (typing.Union, types.UnionType):
-        if value is None and type(None) in args:
-            return None
-        problems = [_type_problem(option, value) for option in args if option is not type(None)]
-        return None if None in problems else problems[0]
-    if hint is bool:
-        return None if isinstance(value, bool) else "true or false"
-    if hint is int:
-        return None if isinstance(value, int) and not isinstance(value, bool) else "an integer"
-    if hint is float:
-        return None if isinstance(value, int | float) and not isinstance(value, bool) else "a number"
-    if hint is str:
-        return None if isinstance(value, str) else "a string"
-    if origin is list:
-        inner = args[0] if args else None
-        if isinstance(value, list) and (inner is None or all(_type_problem(inner, v) is None for v in value)):
-            return None
-        return "a list of numbers" if inner in (int, float) else "a list of names" if inner is str else "a list"
-    return None
-
-
-def _to_bool(text: str) -> bool:
-    if text.strip().lower() not in ("true", "false", "yes", "no", "1", "0", "t", "f", "y", "n"):
-        raise ValueError(text)
-    return True
-
-
-CONVERT = {"an integer": int, "a number": float, "true or false": _to_bool}
-
-
 def field_hints() -> dict[str, object]:
     hints = {}
     for kind in (GRPOScriptArguments, GRPOConfig, ModelConfig, task.TaskArguments):
         resolved = typing.get_type_hints(kind)
         hints.update({f.name: resolved[f.name] for f in dataclasses.fields(kind) if f.init})
     return hints
-
-
-def check_yaml(settings: dict, path: str, known: set[str]) -> None:
-    """Unknown keys and values of the wrong type, which TrlParser would pass on unconverted (``[a, 1.0]`` as
-    reward weights, one name where a list belongs)."""
-    hints = field_hints()
-    for key, value in settings.items():
-        if key == "env":
-            continue
-        if key not in known:
-            raise ConfigError(f"{path}: unknown setting {key!r}{_closest(key, known)}; remove or rename it")
-        wanted = _type_problem(hints[key], value) if key in hints else None
-        if isinstance(value, str) and wanted == "a list of names":
-            wanted = None  # one name stands for a list here (lora_target_modules: all-linear); reward_funcs: below
-        if isinstance(value, str) and wanted in CONVERT:  # argparse converts text as it would an option's value
-            try:
-                CONVERT[wanted](value)
-                wanted = None
-            except ValueError:
-                pass
-        if wanted:
-            example = f" (write {key}: [{value}])" if wanted.startswith("a list") and isinstance(value, str) else ""
-            raise ConfigError(f"{path}: {key} must be {wanted}, got {value!r}{example}")
-
-
-def check_options(argv: list[str], known: set[str]) -> None:
-    for arg in argv:
-        if arg.startswith("--"):
-            name = arg[2:].split("=", 1)[0]
-            if name not in known:
-                raise ConfigError(f"unknown option --{name}{_closest(name, known, '--')}; see python train.py --help")
 
 
 def parse_args(argv: list[str]) -> Arguments:
@@ -214,7 +122,7 @@ def parse_args(argv: list[str]) -> Arguments:
     known = {action.dest for action in the_parser._actions}
     check_options(argv[2:], known | {"config"})
     settings = read_yaml(path)
-    check_yaml(settings, path, known)
+    check_yaml(settings, path, known, field_hints())
     options = command_line_values(the_parser, argv[2:])
     raise_first(path, check_values({**settings, **options}, set(options)), set(options))
     try:
@@ -231,14 +139,6 @@ def command_line_values(the_parser: TrlParser, options: list[str]) -> dict:
     given = {arg[2:].split("=", 1)[0] for arg in options if arg.startswith("--")}
     namespace, _ = argparse.ArgumentParser.parse_known_args(the_parser, options)
     return {key: getattr(namespace, key) for key in given if hasattr(namespace, key)}
-
-
-def raise_first(path: str, problems: list[str], cli_keys: set[str]) -> None:
-    """The first problem as a ConfigError naming where the value came from (the command line or the file)."""
-    if problems:
-        head = problems[0].split(":", 1)[0]
-        key = "reward_funcs" if head.startswith("unknown reward") else head.split()[0]
-        raise ConfigError(problems[0] if key in cli_keys else f"{path}: {problems[0]}")
 
 
 def check_arguments(script_args: GRPOScriptArguments, training_args: GRPOConfig) -> None:
