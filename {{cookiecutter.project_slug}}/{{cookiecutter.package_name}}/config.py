@@ -24,42 +24,57 @@ from .known import (  # noqa: F401 - re-exported: the parser's first checks
 )
 from .rewards import reward_names
 from .rules import check_values, pool_settings
-from .settings import ConfigError, read_yaml  # noqa: F401 - ConfigError: the parser's error, re-exported
+from .settings import DEFAULTS, ConfigError, read_yaml  # noqa: F401 - ConfigError: the parser's error, re-exported
 
 
 @dataclass
 class GRPOScriptArguments(ScriptArguments):
-    """Script arguments on top of TRL's (dataset_name, dataset_config, dataset_train_split, dataset_test_split)."""
+    """Script arguments on top of TRL's (dataset_name, dataset_config, dataset_train_split, dataset_test_split).
+    Defaults that other commands read too come from the one table, ``settings.DEFAULTS``."""
 
     reward_funcs: list[str] = field(
-        default_factory=lambda: ["correctness", "format"],
+        default_factory=lambda: list(DEFAULTS["reward_funcs"]),
         metadata={"help": f"Reward names, one weight each in reward_weights. Known: {reward_names()}"},
     )
-    max_prompt_length: int = field(default=512, metadata={"help": "Prompts longer than this (tokens) are dropped."})
-    eval_fraction: float = field(default=0.1, metadata={"help": "Seeded hold-out when the dataset has no test split."})
+    max_prompt_length: int = field(
+        default=DEFAULTS["max_prompt_length"], metadata={"help": "Prompts longer than this (tokens) are dropped."}
+    )
+    eval_fraction: float = field(
+        default=DEFAULTS["eval_fraction"], metadata={"help": "Seeded hold-out when the dataset has no test split."}
+    )
     system_prompt: str | None = field(default=None, metadata={"help": "Override the format's system prompt."})
     build_tiny_model: bool = field(
-        default=False,
+        default=DEFAULTS["build_tiny_model"],
         metadata={"help": "Build a tiny random-weight model at model_name_or_path from the dataset (smoke runs)."},
     )
     format_priming_steps: int = field(
-        default=0, metadata={"help": "SFT steps on gold completions before GRPO (0 = none); see training/priming.py."}
+        default=DEFAULTS["format_priming_steps"],
+        metadata={"help": "SFT steps on gold completions before GRPO (0 = none); see training/priming.py."}
     )
-    format_priming_lr: float = field(default=1e-5, metadata={"help": "Learning rate of format priming (peak)."})
-    format_priming_batch_size: int = field(default=8, metadata={"help": "Gold completions per priming step."})
+    format_priming_lr: float = field(
+        default=DEFAULTS["format_priming_lr"], metadata={"help": "Learning rate of format priming (peak)."}
+    )
+    format_priming_batch_size: int = field(
+        default=DEFAULTS["format_priming_batch_size"], metadata={"help": "Gold completions per priming step."}
+    )
     format_priming_target_loss: float | None = field(
         default=None, metadata={"help": "Stop priming once its loss is below this (format_priming_steps is the cap)."}
     )
-    num_processes: int = field(default=1, metadata={"help": "Training processes this preset's batch is sized for."})
+    num_processes: int = field(
+        default=DEFAULTS["num_processes"], metadata={"help": "Training processes this preset's batch is sized for."}
+    )
     cpu_threads: int = field(
-        default=0, metadata={"help": "torch threads per process on CPU (0 = torch's default, one per core)."}
+        default=DEFAULTS["cpu_threads"],
+        metadata={"help": "torch threads per process on CPU (0 = torch's default, one per core)."}
     )
     auto_resume: bool = field(default=True, metadata={"help": "Resume from the last checkpoint in output_dir."})
     model_backend: str = field(
-        default="trl",
+        default=DEFAULTS["model_backend"],
         metadata={"help": f"Model loading, one of {BACKENDS}: transformers + PEFT, or Unsloth (GPU only)."},
     )
-    eval_num_samples: int = field(default=1, metadata={"help": "eval.py's default samples per prompt (1 = greedy)."})
+    eval_num_samples: int = field(
+        default=DEFAULTS["eval_num_samples"], metadata={"help": "eval.py's default samples per prompt (1 = greedy)."}
+    )
     health_monitor: bool = field(default=True, metadata={"help": "Warn on unhealthy metrics; write health.json."})
     health_window: int | None = field(default=None, metadata={"help": "Steps a health condition must last (10)."})
     health_zero_std_max: float | None = field(default=None, metadata={"help": "frac_reward_zero_std alarm (0.9)."})

@@ -1,9 +1,9 @@
 """The one table of defaults: what every command that reads a config as plain YAML (the memory estimator, the
 doctor, launch and download checks, eval, chat, filter, format priming, the self-check) takes for a setting the
-config leaves out, read through ``setting(config, key)``. The values are those train.py's parser gives the same keys
-(``GRPOScriptArguments``, TRL's ``GRPOConfig`` and ``ModelConfig``); a test checks the table against those
-dataclasses. ``read_yaml`` is the one reader of config files. Stdlib, and PyYAML to read a file: the self-check runs
-in cookiecutter's interpreter."""
+config leaves out, read through ``setting(config, key)``. The project's own settings have their default here only
+(``GRPOScriptArguments`` in config.py takes it from this table); TRL's keys hold the defaults of its ``GRPOConfig``
+and ``ModelConfig``, and a test checks them against those dataclasses. ``read_yaml`` is the one reader of config
+files. Stdlib, and PyYAML to read a file: the self-check runs in cookiecutter's interpreter."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import os
 from collections.abc import Mapping
 
 DEFAULTS = {
-    # GRPOScriptArguments (config.py)
+    # GRPOScriptArguments (config.py takes these defaults from here; dataset_* are TRL's ScriptArguments')
     "dataset_name": None,
     "dataset_train_split": "train",
     "dataset_test_split": "test",
