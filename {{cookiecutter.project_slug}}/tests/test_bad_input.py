@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from _pkg import mod
 from conftest import sample_rows, smoke_settings
 
