@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from _pkg import PKG, mod
 
 known, config = mod("known"), mod("config")
@@ -32,3 +33,14 @@ def test_a_typo_is_refused_before_torch_is_imported():
     assert lines[-1].startswith("error: unknown option --max_stepz (did you mean --max_steps?)"), lines[-1]
     imported = {line.rpartition("|")[2].strip() for line in lines if line.startswith("import time:")}
     assert f"{PKG}.known" in imported and not {"torch", "transformers", "trl"} & imported
+
+
+def test_the_error_holds_its_setting_as_data(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text((ROOT / "configs" / "smoke.yaml").read_text(encoding="utf-8") + "learning_rat: 0.1\n")
+    for argv, key in ((["--config", "configs/smoke.yaml", "--max_completion_length", "0"], "max_completion_length"),
+                      (["--config", "configs/smoke.yaml", "--max_stepz", "1"], "max_stepz"),
+                      (["--config", str(bad)], "learning_rat")):
+        with pytest.raises(known.ConfigError) as error:
+            known.refuse_early(argv)
+        assert error.value.key == key and str(error.value).count(key) >= 1

@@ -100,7 +100,7 @@ def check_yaml(settings: dict, path: str, known: set[str], hints: dict[str, obje
         if key == "env":
             continue
         if key not in known:
-            raise ConfigError(f"{path}: unknown setting {key!r}{_closest(key, known)}; remove or rename it")
+            raise ConfigError(f"{path}: unknown setting {key!r}{_closest(key, known)}; remove or rename it", key)
         wanted = _type_problem(hints[key], value) if key in hints else None
         if isinstance(value, str) and wanted == "a list of names":
             wanted = None  # one name stands for a list here (lora_target_modules: all-linear); reward_funcs: below
@@ -112,7 +112,7 @@ def check_yaml(settings: dict, path: str, known: set[str], hints: dict[str, obje
                 pass
         if wanted:
             example = f" (write {key}: [{value}])" if wanted.startswith("a list") and isinstance(value, str) else ""
-            raise ConfigError(f"{path}: {key} must be {wanted}, got {value!r}{example}")
+            raise ConfigError(f"{path}: {key} must be {wanted}, got {value!r}{example}", key)
 
 
 def check_options(argv: list[str], known: set[str]) -> None:
@@ -120,7 +120,8 @@ def check_options(argv: list[str], known: set[str]) -> None:
         if arg.startswith("--"):
             name = arg[2:].split("=", 1)[0]
             if name not in known:
-                raise ConfigError(f"unknown option --{name}{_closest(name, known, '--')}; see python train.py --help")
+                raise ConfigError(f"unknown option --{name}{_closest(name, known, '--')}; see python train.py --help",
+                                  name)
 
 
 def raise_first(path: str, problems: list[tuple[str, str]], cli_keys: set[str]) -> None:
@@ -128,7 +129,7 @@ def raise_first(path: str, problems: list[tuple[str, str]], cli_keys: set[str]) 
     file)."""
     if problems:
         key, message = problems[0]
-        raise ConfigError(message if key in cli_keys else f"{path}: {message}")
+        raise ConfigError(message if key in cli_keys else f"{path}: {message}", key)
 
 
 # ------------------------------------------------------------------------------- the fields, read from sources

@@ -70,7 +70,12 @@ DEFAULTS = {
 
 
 class ConfigError(ValueError):
-    """A bad config file, setting or command-line option; its message is one line that names it and the fix."""
+    """A bad config file, setting or command-line option; its message is one line that names it and the fix, and
+    ``key`` the setting or option it is about (None: the file itself)."""
+
+    def __init__(self, message: str, key: str | None = None) -> None:
+        super().__init__(message)
+        self.key = key
 
 
 def read_yaml(path: str | os.PathLike) -> dict:
