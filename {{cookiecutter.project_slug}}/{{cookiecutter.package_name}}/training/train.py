@@ -44,13 +44,11 @@ def main(
     )
     # Rewards bound to this run's settings (the code task's sandbox starts here: a missing bubblewrap is reported
     # before priming or loading any weight).
-    reward_funcs = build_reward_funcs(
-        script_args.reward_funcs, RewardSettings(training_args.max_completion_length, task_args)
-    )
+    reward_settings = RewardSettings(training_args.max_completion_length, task_args)
+    reward_funcs = build_reward_funcs(script_args.reward_funcs, reward_settings)
     # The verifier audit: gold completions credited, the hack catalogue not, by every weighted reward and their sum.
-    audit.audit_before_training(script_args, train_split, reward_funcs,
-                                RewardSettings(training_args.max_completion_length, task_args),
-                                training_args.output_dir, weights=training_args.reward_weights)
+    audit.audit_before_training(script_args, train_split, reward_funcs, reward_settings, training_args.output_dir,
+                                weights=training_args.reward_weights)
     # ... and while training: full-credit completions re-judged, the catalogue scored by the live rewards (recheck.py)
     reward_funcs, checker = recheck.from_args(script_args, training_args.reward_weights, reward_funcs,
                                               seed=training_args.seed)
