@@ -113,7 +113,7 @@ def yaml_value(value) -> str:
     return str(value)
 
 
-class TaskSpec:
+class TaskTemplate:
     """One task's settings: the keys of task.toml and the sections of task.md (``SECTIONS``) as attributes."""
 
     def __init__(self, fields: dict) -> None:
@@ -253,12 +253,12 @@ def _prose(path: Path) -> dict:
     return prose
 
 
-def load_task_spec(folder: Path) -> TaskSpec:
+def load_task_spec(folder: Path) -> TaskTemplate:
     """The spec of the task folder ``folder`` (task.toml and task.md); TaskSpecError when incomplete."""
-    return TaskSpec({**_data(folder / SPEC_FILES[0]), **_prose(folder / SPEC_FILES[1])})
+    return TaskTemplate({**_data(folder / SPEC_FILES[0]), **_prose(folder / SPEC_FILES[1])})
 
 
-def task_spec(name: str) -> TaskSpec:
+def task_spec(name: str) -> TaskTemplate:
     """The template global: the spec of the task ``name`` (``_tasks/<name>/``); FailedHookException, one line, when
     its files are incomplete."""
     from cookiecutter.exceptions import FailedHookException

@@ -21,7 +21,7 @@ def task_names() -> list[str]:
     return list(OPTIONS["task"])
 
 
-def task_settings(task: str) -> local_extensions.TaskSpec:
+def task_settings(task: str) -> local_extensions.TaskTemplate:
     """The task's template settings (_tasks/<task>/task.toml and task.md): dataset, reward_mixes, readme_*, ..."""
     return local_extensions.load_task_spec(TEMPLATE / "_tasks" / task)
 

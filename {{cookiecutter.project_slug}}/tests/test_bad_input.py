@@ -18,6 +18,7 @@ from _pkg import mod
 from conftest import sample_rows, smoke_settings
 
 train, data, task, contract, hub = mod("training.train"), mod("data"), mod("task"), mod("contract"), mod("hub")
+known = mod("known")
 ROOT = Path(__file__).resolve().parent.parent
 SMOKE, SAMPLE = smoke_settings(), sample_rows()
 
@@ -64,11 +65,21 @@ CONFIG_CASES = {  # id: (run_cli keyword arguments, words the line must hold)
 }
 
 
+PARSER_ONLY = {"a word on the command line"}  # argparse's own conversion error: left to the parser
+
+
 @pytest.mark.parametrize("case", CONFIG_CASES, ids=list(CONFIG_CASES))
-def test_config_errors_are_one_line_before_the_data_loads(run_cli, case):
+def test_config_errors_are_one_line_before_the_data_loads(run_cli, tmp_path, case):
+    """... and the same line, before torch and TRL are imported, from train.py's early check (known.py)."""
     kwargs, words = CONFIG_CASES[case]
     message = run_cli(**kwargs)
     assert all(word in message for word in words), message
+    try:
+        known.refuse_early(["--config", kwargs.get("config") or str(tmp_path / "config.yaml"), *kwargs.get("argv", ())])
+        early = None
+    except known.ConfigError as error:
+        early = f"error: {error}"
+    assert early == (None if case in PARSER_ONLY else message)
 
 
 def test_the_tiny_model_is_built_only_where_the_file_says():

@@ -39,13 +39,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import task
-from .training.checkpoints import write_text
+from .constants import AUDIT_MAX_FALSE_NEGATIVE as MAX_FALSE_NEGATIVE
+from .constants import AUDIT_MAX_FALSE_POSITIVE as MAX_FALSE_POSITIVE
+from .constants import AUDIT_ROWS as DEFAULT_ROWS  # noqa: F401 - the audit's names for them
+from .files import write_text
 
 FULL = 1.0  # a right answer's correctness (rewards are unweighted; correctness is in [0, 1])
 MAX_CREDIT = 0.9  # a wrong completion earning this fraction of the gold's credit (or more) is a false positive
-MAX_FALSE_NEGATIVE = 0.05  # defaults of the config's audit_max_false_negative / audit_max_false_positive
-MAX_FALSE_POSITIVE = 0.05
-DEFAULT_ROWS = 64
 EXAMPLES = 3  # example rows printed (and written) per kind of error
 SUM = "weighted sum"
 

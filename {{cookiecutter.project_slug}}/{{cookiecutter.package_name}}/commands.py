@@ -7,6 +7,7 @@ import os
 import sys
 
 from . import DEFAULT_CONFIG
+from .known import refuse_early
 from .settings import ConfigError, read_yaml
 from .training.backend import option, preload
 
@@ -37,6 +38,11 @@ def train() -> None:
         print(train_help(argv))
         return
     argv = ["--help" if arg in (HELP_ALL, "--help-all") else arg for arg in argv]
+    if "--help" not in argv:
+        try:
+            refuse_early(argv)  # a misspelt key or a bad value: one line now, not after 10 s of imports
+        except ConfigError as error:
+            sys.exit(f"error: {str(error).strip().splitlines()[0]}")
     preload(argv)  # before anything imports transformers or trl
     from .training.train import cli
 

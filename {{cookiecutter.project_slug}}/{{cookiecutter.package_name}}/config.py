@@ -5,58 +5,76 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import difflib
 import os
-import re
 import sys
-import types
 import typing
 from dataclasses import dataclass, field
 
 from trl import GRPOConfig, ModelConfig, ScriptArguments, TrlParser
 
-from . import DEFAULT_CONFIG, task
-from . import audit as audit_defaults
+from . import task
+from .constants import AUDIT_MAX_FALSE_NEGATIVE, AUDIT_MAX_FALSE_POSITIVE, AUDIT_ROWS, BACKENDS
+from .known import (  # noqa: F401 - re-exported: the parser's first checks
+    _type_problem,
+    check_options,
+    check_yaml,
+    glue_negative_values,
+    raise_first,
+    with_default_config,
+)
 from .rewards import reward_names
-from .rules import check_values
-from .settings import ConfigError, read_yaml  # noqa: F401 - ConfigError: the parser's error, re-exported
-from .training import difficulty
-from .training.backend import BACKENDS
+from .rules import check_values, pool_settings
+from .settings import DEFAULTS, ConfigError, read_yaml  # noqa: F401 - ConfigError: the parser's error, re-exported
 
 
 @dataclass
 class GRPOScriptArguments(ScriptArguments):
-    """Script arguments on top of TRL's (dataset_name, dataset_config, dataset_train_split, dataset_test_split)."""
+    """Script arguments on top of TRL's (dataset_name, dataset_config, dataset_train_split, dataset_test_split).
+    Defaults that other commands read too come from the one table, ``settings.DEFAULTS``."""
 
     reward_funcs: list[str] = field(
-        default_factory=lambda: ["correctness", "format"],
+        default_factory=lambda: list(DEFAULTS["reward_funcs"]),
         metadata={"help": f"Reward names, one weight each in reward_weights. Known: {reward_names()}"},
     )
-    max_prompt_length: int = field(default=512, metadata={"help": "Prompts longer than this (tokens) are dropped."})
-    eval_fraction: float = field(default=0.1, metadata={"help": "Seeded hold-out when the dataset has no test split."})
+    max_prompt_length: int = field(
+        default=DEFAULTS["max_prompt_length"], metadata={"help": "Prompts longer than this (tokens) are dropped."}
+    )
+    eval_fraction: float = field(
+        default=DEFAULTS["eval_fraction"], metadata={"help": "Seeded hold-out when the dataset has no test split."}
+    )
     system_prompt: str | None = field(default=None, metadata={"help": "Override the format's system prompt."})
     build_tiny_model: bool = field(
-        default=False,
+        default=DEFAULTS["build_tiny_model"],
         metadata={"help": "Build a tiny random-weight model at model_name_or_path from the dataset (smoke runs)."},
     )
     format_priming_steps: int = field(
-        default=0, metadata={"help": "SFT steps on gold completions before GRPO (0 = none); see training/priming.py."}
+        default=DEFAULTS["format_priming_steps"],
+        metadata={"help": "SFT steps on gold completions before GRPO (0 = none); see training/priming.py."}
     )
-    format_priming_lr: float = field(default=1e-5, metadata={"help": "Learning rate of format priming (peak)."})
-    format_priming_batch_size: int = field(default=8, metadata={"help": "Gold completions per priming step."})
+    format_priming_lr: float = field(
+        default=DEFAULTS["format_priming_lr"], metadata={"help": "Learning rate of format priming (peak)."}
+    )
+    format_priming_batch_size: int = field(
+        default=DEFAULTS["format_priming_batch_size"], metadata={"help": "Gold completions per priming step."}
+    )
     format_priming_target_loss: float | None = field(
         default=None, metadata={"help": "Stop priming once its loss is below this (format_priming_steps is the cap)."}
     )
-    num_processes: int = field(default=1, metadata={"help": "Training processes this preset's batch is sized for."})
+    num_processes: int = field(
+        default=DEFAULTS["num_processes"], metadata={"help": "Training processes this preset's batch is sized for."}
+    )
     cpu_threads: int = field(
-        default=0, metadata={"help": "torch threads per process on CPU (0 = torch's default, one per core)."}
+        default=DEFAULTS["cpu_threads"],
+        metadata={"help": "torch threads per process on CPU (0 = torch's default, one per core)."}
     )
     auto_resume: bool = field(default=True, metadata={"help": "Resume from the last checkpoint in output_dir."})
     model_backend: str = field(
-        default="trl",
+        default=DEFAULTS["model_backend"],
         metadata={"help": f"Model loading, one of {BACKENDS}: transformers + PEFT, or Unsloth (GPU only)."},
     )
-    eval_num_samples: int = field(default=1, metadata={"help": "eval.py's default samples per prompt (1 = greedy)."})
+    eval_num_samples: int = field(
+        default=DEFAULTS["eval_num_samples"], metadata={"help": "eval.py's default samples per prompt (1 = greedy)."}
+    )
     health_monitor: bool = field(default=True, metadata={"help": "Warn on unhealthy metrics; write health.json."})
     health_window: int | None = field(default=None, metadata={"help": "Steps a health condition must last (10)."})
     health_zero_std_max: float | None = field(default=None, metadata={"help": "frac_reward_zero_std alarm (0.9)."})
@@ -69,16 +87,16 @@ class GRPOScriptArguments(ScriptArguments):
     audit: bool = field(
         default=True, metadata={"help": "Audit the correctness reward on training rows before training (audit.py)."}
     )
-    audit_rows: int = field(default=audit_defaults.DEFAULT_ROWS, metadata={"help": "Rows the audit samples."})
+    audit_rows: int = field(default=AUDIT_ROWS, metadata={"help": "Rows the audit samples."})
     audit_reward: str | None = field(
         default=None,
         metadata={"help": "Reward to audit; unset: correctness if listed, else the first dotted reward_funcs name."},
     )
     audit_max_false_negative: float = field(
-        default=audit_defaults.MAX_FALSE_NEGATIVE, metadata={"help": "Refuse to train above this gold-missed rate."}
+        default=AUDIT_MAX_FALSE_NEGATIVE, metadata={"help": "Refuse to train above this gold-missed rate."}
     )
     audit_max_false_positive: float = field(
-        default=audit_defaults.MAX_FALSE_POSITIVE, metadata={"help": "Refuse to train above this wrong-credited rate."}
+        default=AUDIT_MAX_FALSE_POSITIVE, metadata={"help": "Refuse to train above this wrong-credited rate."}
     )
 
 
@@ -100,109 +118,12 @@ def parser() -> TrlParser:
     return Parser((GRPOScriptArguments, GRPOConfig, ModelConfig, task.TaskArguments))
 
 
-def with_default_config(argv: list[str]) -> list[str]:
-    """``argv`` with ``--config PATH`` first (the project's preset unless one is given; ``--config=PATH`` split), and
-    a negative number glued to the option before it (``--learning_rate -1e-4``: argparse would read an option)."""
-    argv = glue_negative_values(argv)
-    for index, arg in enumerate(argv):
-        if arg.startswith("--config="):
-            return ["--config", arg.split("=", 1)[1], *argv[:index], *argv[index + 1 :]]
-        if arg == "--config":
-            return ["--config", *argv[index + 1 : index + 2], *argv[:index], *argv[index + 2 :]]
-    return ["--config", DEFAULT_CONFIG, *argv]
-
-
-def glue_negative_values(argv: list[str]) -> list[str]:
-    """``--option -1e-4`` as ``--option=-1e-4``, so that the value reaches the checks instead of argparse's
-    "expected one argument"."""
-    out: list[str] = []
-    for arg in argv:
-        if out and out[-1].startswith("--") and "=" not in out[-1] and _NEGATIVE.fullmatch(arg):
-            out[-1] = f"{out[-1]}={arg}"
-        else:
-            out.append(arg)
-    return out
-
-
-_NEGATIVE = re.compile(r"-(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|-inf|-nan", re.IGNORECASE)
-
-
-def _closest(name: str, known, prefix: str = "") -> str:
-    match = difflib.get_close_matches(name, list(known), n=1)
-    return f" (did you mean {prefix}{match[0]}?)" if match else ""
-
-
-def _type_problem(hint, value) -> str | None:
-    """What ``value`` (as YAML gave it) should be for a field annotated ``hint``; None when it fits or when the
-    annotation is not one this checks (dicts, enums: TRL and transformers check those)."""
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if origin in (typing.Union, types.UnionType):
-        if value is None and type(None) in args:
-            return None
-        problems = [_type_problem(option, value) for option in args if option is not type(None)]
-        return None if None in problems else problems[0]
-    if hint is bool:
-        return None if isinstance(value, bool) else "true or false"
-    if hint is int:
-        return None if isinstance(value, int) and not isinstance(value, bool) else "an integer"
-    if hint is float:
-        return None if isinstance(value, int | float) and not isinstance(value, bool) else "a number"
-    if hint is str:
-        return None if isinstance(value, str) else "a string"
-    if origin is list:
-        inner = args[0] if args else None
-        if isinstance(value, list) and (inner is None or all(_type_problem(inner, v) is None for v in value)):
-            return None
-        return "a list of numbers" if inner in (int, float) else "a list of names" if inner is str else "a list"
-    return None
-
-
-def _to_bool(text: str) -> bool:
-    if text.strip().lower() not in ("true", "false", "yes", "no", "1", "0", "t", "f", "y", "n"):
-        raise ValueError(text)
-    return True
-
-
-CONVERT = {"an integer": int, "a number": float, "true or false": _to_bool}
-
-
 def field_hints() -> dict[str, object]:
     hints = {}
     for kind in (GRPOScriptArguments, GRPOConfig, ModelConfig, task.TaskArguments):
         resolved = typing.get_type_hints(kind)
         hints.update({f.name: resolved[f.name] for f in dataclasses.fields(kind) if f.init})
     return hints
-
-
-def check_yaml(settings: dict, path: str, known: set[str]) -> None:
-    """Unknown keys and values of the wrong type, which TrlParser would pass on unconverted (``[a, 1.0]`` as
-    reward weights, one name where a list belongs)."""
-    hints = field_hints()
-    for key, value in settings.items():
-        if key == "env":
-            continue
-        if key not in known:
-            raise ConfigError(f"{path}: unknown setting {key!r}{_closest(key, known)}; remove or rename it")
-        wanted = _type_problem(hints[key], value) if key in hints else None
-        if isinstance(value, str) and wanted == "a list of names":
-            wanted = None  # one name stands for a list here (lora_target_modules: all-linear); reward_funcs: below
-        if isinstance(value, str) and wanted in CONVERT:  # argparse converts text as it would an option's value
-            try:
-                CONVERT[wanted](value)
-                wanted = None
-            except ValueError:
-                pass
-        if wanted:
-            example = f" (write {key}: [{value}])" if wanted.startswith("a list") and isinstance(value, str) else ""
-            raise ConfigError(f"{path}: {key} must be {wanted}, got {value!r}{example}")
-
-
-def check_options(argv: list[str], known: set[str]) -> None:
-    for arg in argv:
-        if arg.startswith("--"):
-            name = arg[2:].split("=", 1)[0]
-            if name not in known:
-                raise ConfigError(f"unknown option --{name}{_closest(name, known, '--')}; see python train.py --help")
 
 
 def parse_args(argv: list[str]) -> Arguments:
@@ -216,7 +137,7 @@ def parse_args(argv: list[str]) -> Arguments:
     known = {action.dest for action in the_parser._actions}
     check_options(argv[2:], known | {"config"})
     settings = read_yaml(path)
-    check_yaml(settings, path, known)
+    check_yaml(settings, path, known, field_hints())
     options = command_line_values(the_parser, argv[2:])
     raise_first(path, check_values({**settings, **options}, set(options)), set(options))
     try:
@@ -235,18 +156,10 @@ def command_line_values(the_parser: TrlParser, options: list[str]) -> dict:
     return {key: getattr(namespace, key) for key in given if hasattr(namespace, key)}
 
 
-def raise_first(path: str, problems: list[str], cli_keys: set[str]) -> None:
-    """The first problem as a ConfigError naming where the value came from (the command line or the file)."""
-    if problems:
-        head = problems[0].split(":", 1)[0]
-        key = "reward_funcs" if head.startswith("unknown reward") else head.split()[0]
-        raise ConfigError(problems[0] if key in cli_keys else f"{path}: {problems[0]}")
-
-
 def check_arguments(script_args: GRPOScriptArguments, training_args: GRPOConfig) -> None:
-    """The difficulty pool's bounds (``training.difficulty.PoolSettings``), and a note when the launch's process
+    """The difficulty pool's bounds (``rules.PoolSettings``), and a note when the launch's process
     count is not the one the preset's batch is sized for."""
-    difficulty.pool_settings(script_args)  # bad pool values raise here
+    pool_settings(script_args)  # bad pool values raise here
     world_size = int(os.environ.get("WORLD_SIZE", "1"))
     if world_size != script_args.num_processes:
         print(

@@ -29,8 +29,8 @@ import time
 from pathlib import Path
 
 from .evaluation import evaluate
+from .files import atomic_file, write_text
 from .rewards import RewardFunc, build_reward, reward_names
-from .training.checkpoints import atomic_file, write_text
 
 PASS = 1.0  # a completion passes when its correctness is 1.0 (for code: every test passed), as eval.py counts it
 

@@ -30,7 +30,7 @@ import re
 import sys
 from pathlib import Path
 
-from .training.checkpoints import atomic_file
+from .files import atomic_file
 
 
 class PlotError(ValueError):

@@ -4,17 +4,18 @@ any dataclass is built. Each problem is one line that starts with the key. Stdli
 self-check runs it in cookiecutter's interpreter.
 
 A task's own settings (``task.TaskArguments``) check themselves, as TRL's dataclasses do; the difficulty pool's
-bounds live in ``difficulty.PoolSettings``.
+bounds live in ``PoolSettings`` below (the pool itself: ``training/difficulty.py``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 
+from .constants import BACKENDS
 from .hub import shaped_like_hub_id
-from .rewards import check_reward_config
+from .rewards import reward_config_problems
 from .settings import setting
-from .training.backend import BACKENDS
 
 
 def _number(value: object) -> float | None:
@@ -68,13 +69,14 @@ RULES: dict[str, tuple[Callable[[object], bool], str]] = {
 }
 
 
-def check_values(config: Mapping, typed: frozenset[str] | set[str] = frozenset()) -> list[str]:
-    """Problems with the settings a config gives, one line each, starting with the key: the table's rules, the
-    reward names and their weights, then where a tiny model may be built (``typed``: the keys the command line
-    gave)."""
-    problems = [f"{key}: {config[key]!r} {wanted}" for key, (test, wanted) in RULES.items()
+def check_values(config: Mapping, typed: frozenset[str] | set[str] = frozenset()) -> list[tuple[str, str]]:
+    """Problems with the settings a config gives, as (key, message) pairs, each message one line that starts with
+    the key: the table's rules, the reward names and their weights, then where a tiny model may be built (``typed``:
+    the keys the command line gave)."""
+    problems = [(key, f"{key}: {config[key]!r} {wanted}") for key, (test, wanted) in RULES.items()
                 if key in config and not test(config[key])]
-    return problems + reward_problems(config) + tiny_model_problems(config, typed)
+    tiny = [("model_name_or_path", message) for message in tiny_model_problems(config, typed)]
+    return problems + reward_problems(config) + tiny
 
 
 def tiny_model_problems(config: Mapping, typed: frozenset[str] | set[str] = frozenset()) -> list[str]:
@@ -93,15 +95,17 @@ def tiny_model_problems(config: Mapping, typed: frozenset[str] | set[str] = froz
     return []
 
 
-def reward_problems(config: Mapping) -> list[str]:
+def reward_problems(config: Mapping) -> list[tuple[str, str]]:
     """reward_funcs is a list of known names, reward_weights numbers, one per name (checked when either is given)."""
     names, weights = config.get("reward_funcs"), config.get("reward_weights")
     if isinstance(names, str):
-        return [f"reward_funcs: {names!r} must be a list of reward names (write reward_funcs: [{names}])"]
+        return [("reward_funcs",
+                 f"reward_funcs: {names!r} must be a list of reward names (write reward_funcs: [{names}])")]
     if weights is not None and not (isinstance(weights, list) and all(_number(w) is not None for w in weights)):
-        return [f"reward_weights: {weights!r} must be a list of numbers, one per reward_funcs entry"]
+        return [("reward_weights",
+                 f"reward_weights: {weights!r} must be a list of numbers, one per reward_funcs entry")]
     if "reward_funcs" in config or "reward_weights" in config:
-        return check_reward_config(setting(config, "reward_funcs"), weights)
+        return reward_config_problems(setting(config, "reward_funcs"), weights)
     return []
 
 
@@ -111,9 +115,10 @@ BATCH_KEYS = ("per_device_train_batch_size", "gradient_accumulation_steps", "num
 def check_config(config: Mapping) -> list[str]:
     """Problems with one whole config file (the self-check's and the doctor's view): the values, the lengths every
     preset states, and the batch rule (the generation batch divisible by ``num_generations``)."""
-    problems = check_values(config)
+    pairs = check_values(config)
+    problems = [message for _, message in pairs]
     problems += [f"{key} is not set" for key in ("max_completion_length", "max_prompt_length") if key not in config]
-    if any(line.startswith(BATCH_KEYS) for line in problems):
+    if any(key in BATCH_KEYS for key, _ in pairs):
         return problems
     try:
         per_device, accumulation, processes, generations = (int(setting(config, key)) for key in BATCH_KEYS)
@@ -125,3 +130,26 @@ def check_config(config: Mapping) -> list[str]:
         problems.append(f"generation batch {batch} (= {per_device} per device x {processes} processes x {steps} "
                         f"steps) is not divisible by num_generations={generations}")
     return problems
+
+
+@dataclass
+class PoolSettings:
+    retire_after: int = 2
+    revisit_prob: float = 0.1
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.retire_after < 1:
+            raise ValueError(f"pool_retire_after must be at least 1, got {self.retire_after}")
+        if not 0.0 <= self.revisit_prob <= 1.0:
+            raise ValueError(f"pool_revisit_prob must be in [0, 1], got {self.revisit_prob}")
+
+
+def pool_settings(script_args, seed: int = 0) -> PoolSettings | None:
+    """The pool settings of a config's script arguments, None when the pool is off; bad values raise ValueError."""
+    settings = PoolSettings(
+        retire_after=int(getattr(script_args, "pool_retire_after", 2)),
+        revisit_prob=float(getattr(script_args, "pool_revisit_prob", 0.1)),
+        seed=seed,
+    )
+    return settings if getattr(script_args, "difficulty_pool", False) else None

@@ -1,9 +1,9 @@
 """The one table of defaults: what every command that reads a config as plain YAML (the memory estimator, the
 doctor, launch and download checks, eval, chat, filter, format priming, the self-check) takes for a setting the
-config leaves out, read through ``setting(config, key)``. The values are those train.py's parser gives the same keys
-(``GRPOScriptArguments``, TRL's ``GRPOConfig`` and ``ModelConfig``); a test checks the table against those
-dataclasses. ``read_yaml`` is the one reader of config files. Stdlib, and PyYAML to read a file: the self-check runs
-in cookiecutter's interpreter."""
+config leaves out, read through ``setting(config, key)``. The project's own settings have their default here only
+(``GRPOScriptArguments`` in config.py takes it from this table); TRL's keys hold the defaults of its ``GRPOConfig``
+and ``ModelConfig``, and a test checks them against those dataclasses. ``read_yaml`` is the one reader of config
+files. Stdlib, and PyYAML to read a file: the self-check runs in cookiecutter's interpreter."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import os
 from collections.abc import Mapping
 
 DEFAULTS = {
-    # GRPOScriptArguments (config.py)
+    # GRPOScriptArguments (config.py takes these defaults from here; dataset_* are TRL's ScriptArguments')
     "dataset_name": None,
     "dataset_train_split": "train",
     "dataset_test_split": "test",
@@ -70,7 +70,12 @@ DEFAULTS = {
 
 
 class ConfigError(ValueError):
-    """A bad config file, setting or command-line option; its message is one line that names it and the fix."""
+    """A bad config file, setting or command-line option; its message is one line that names it and the fix, and
+    ``key`` the setting or option it is about (None: the file itself)."""
+
+    def __init__(self, message: str, key: str | None = None) -> None:
+        super().__init__(message)
+        self.key = key
 
 
 def read_yaml(path: str | os.PathLike) -> dict:
@@ -127,3 +132,11 @@ def setting(config: Mapping, key: str):
     if value is not None:
         return value
     return DERIVED[key](config) if key in DERIVED else DEFAULTS[key]
+
+
+def flag(config: Mapping, key: str) -> bool:
+    """A yes/no setting as a bool: YAML's true/false, or the text a command line gives ("true", "1", "on")."""
+    value = setting(config, key)
+    if isinstance(value, str):
+        return value.strip().lower() in ("1", "true", "yes", "on")
+    return bool(value)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..training.checkpoints import atomic_file, write_text
+from ..files import atomic_file, write_text
 from .metrics import HEADLINE
 from .options import EvalError
 

@@ -49,6 +49,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..constants import GIB, NF4_BYTES_PER_PARAM
+from ..settings import flag as _flag
 from ..settings import setting
 from .activation_memory import (  # noqa: F401 - re-exported: the estimator's names
     FUSED_HEAD_TILE,
@@ -59,11 +61,10 @@ from .activation_memory import (  # noqa: F401 - re-exported: the estimator's na
 )
 from .archs import LINEAR_LAYERS, Arch, resolve_arch
 from .launch import Launch
+from .vllm_memory import colocated_vllm
 
-GIB = float(2**30)
 HEADROOM = 0.10  # the margin a preset should keep: estimates are +-25%, allocators fragment
 OVERHEAD_GIB = 1.0  # CUDA context, allocator fragmentation, NCCL buffers
-NF4_BYTES_PER_PARAM = 0.56  # 4-bit NF4 weights with their quantization constants
 INT8_BYTES_PER_PARAM = 1.06
 PEFT_DEFAULT_TARGETS = ("q_proj", "v_proj")  # PEFT's default for Llama/Qwen/Mistral when no target is given
 
@@ -123,13 +124,6 @@ def weights_dtype(config: dict[str, Any]) -> Any:
 def _bytes_of(dtype: Any) -> int:
     text = str(dtype).lower().replace("torch.", "")
     return 4 if text in ("float32", "fp32", "float", "none") else 2
-
-
-def _flag(config: dict[str, Any], key: str) -> bool:
-    value = setting(config, key)
-    if isinstance(value, str):
-        return value.strip().lower() in ("1", "true", "yes", "on")
-    return bool(value)
 
 
 CHECKPOINTING_KEYS = ("activation_checkpointing", "gradient_checkpointing")  # transformers >= 5.2x, its old name
@@ -340,8 +334,6 @@ def _generation_bytes(config: dict[str, Any], run: _Run, gpu_gb: float | None, f
     use_vllm = _flag(config, "use_vllm") and not run.on_cpu
     mode = str(setting(config, "vllm_mode"))
     if use_vllm and mode == "colocate":
-        from .vllm_memory import colocated_vllm  # vllm_memory imports this module's units and config helpers
-
         return colocated_vllm(config, run.arch, run.four_bit, run.seq, run.gen_seqs, gpu_gb, notes)
     if use_vllm:
         notes.append("vLLM server mode: generation runs on other GPUs")

@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-GIB = float(2**30)
+from ..constants import GIB
 
 
 @dataclass(frozen=True)
@@ -137,7 +137,7 @@ def _model_cached(model: str) -> bool:
 
 def _settings_error(path: str) -> str | None:
     """train.py's own verdict on the config file (parse and every check before the data loads), or None."""
-    from ..training.train import checked_args
+    from .launch_checks import checked_args
 
     try:
         checked_args(["--config", path])

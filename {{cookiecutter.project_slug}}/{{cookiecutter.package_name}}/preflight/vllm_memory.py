@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..constants import GIB, NF4_BYTES_PER_PARAM
+from ..settings import flag as _flag
 from ..settings import setting
 from .archs import Arch, resolve_arch
-from .estimator import GIB, NF4_BYTES_PER_PARAM, _flag
 
 VLLM_OVERHEAD_GIB = 1.0  # vLLM's activations, CUDA graphs and sampler inside its reserved fraction
 

@@ -32,6 +32,11 @@ def load_dotted(name: str) -> RewardFunc:
 
 def check_reward_config(names: Sequence[str], weights: Sequence[float] | None) -> list[str]:
     """Problems with a config's ``reward_funcs``/``reward_weights``, one line each (train, eval and selfcheck)."""
+    return [message for _, message in reward_config_problems(names, weights)]
+
+
+def reward_config_problems(names: Sequence[str], weights: Sequence[float] | None) -> list[tuple[str, str]]:
+    """:func:`check_reward_config`'s problems as (setting, message) pairs."""
     problems = []
     known = reward_names()
     unknown = [name for name in names if name not in known and "." not in name]
@@ -41,11 +46,11 @@ def check_reward_config(names: Sequence[str], weights: Sequence[float] | None) -
         except (ImportError, AttributeError, ValueError):
             unknown.append(name)
     if unknown:
-        problems.append(f"unknown reward function(s) {unknown}; known: {known}")
+        problems.append(("reward_funcs", f"unknown reward function(s) {unknown}; known: {known}"))
     if weights is not None and len(weights) != len(names):
-        problems.append(f"reward_weights has {len(weights)} entries for {len(names)} reward_funcs")
+        problems.append(("reward_weights", f"reward_weights has {len(weights)} entries for {len(names)} reward_funcs"))
     if not names:
-        problems.append("reward_funcs is empty")
+        problems.append(("reward_funcs", "reward_funcs is empty"))
     return problems
 
 
@@ -63,5 +68,6 @@ def build_reward_funcs(names: Sequence[str], settings: RewardSettings) -> list[R
 
 __all__ = [
     "REWARD_FUNCS", "RewardSettings", "build_reward", "build_reward_funcs", "check_reward_config", "load_dotted",
+    "reward_config_problems",
     "reward_names",
 ]  # fmt: skip

@@ -99,7 +99,7 @@ class PerCompletion:
         try:
             texts = completion_texts(completions)
         except Exception:
-            return [self.default] * _safe_len(completions)
+            return [self.default] * completion_count(completions)
         columns = {key: column(kwargs.get(key), len(texts)) for key in self.keys}
         out: list[float | None] = []
         for i, text in enumerate(texts):
@@ -281,7 +281,7 @@ class LengthReward:
     def __call__(
         self, prompts: object = None, completions: object = None, completion_ids: object = None, **kwargs: Any
     ) -> list[float | None]:
-        n = _safe_len(completions)
+        n = completion_count(completions)
         ids = column(completion_ids, n)
         out: list[float | None] = []
         for item in ids:
@@ -328,7 +328,8 @@ def repetition_reward(text: str) -> float:
     return repetition_score(text)
 
 
-def _safe_len(completions: object) -> int:
+def completion_count(completions: object) -> int:
+    """How many completions a reward was given (0 for anything that is not a list or tuple)."""
     return len(completions) if isinstance(completions, (list, tuple)) else 0
 
 
@@ -336,6 +337,7 @@ __all__ = [
     "FACTORIES",
     "RewardSettings",
     "column",
+    "completion_count",
     "completion_text",
     "completion_texts",
     "LengthReward",

@@ -9,9 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from .. import DEFAULT_CONFIG
+from ..constants import BACKENDS  # noqa: F401 - the backends' names, with the loader that reads them
 from ..settings import DEFAULTS, read_yaml, setting
-
-BACKENDS = ("trl", "unsloth")
 
 
 def option(argv: list[str], name: str) -> str | None:

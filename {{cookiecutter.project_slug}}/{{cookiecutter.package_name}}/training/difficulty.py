@@ -42,38 +42,16 @@ import math
 import os
 import random
 import sys
-from dataclasses import dataclass
 
 from torch.utils.data import Sampler
 from transformers import TrainerCallback
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 from trl import GRPOTrainer
 
+from ..rules import PoolSettings, pool_settings
+
 ID_COLUMN = "pool_id"
 STATE_FILE = "difficulty_pool.json"
-
-
-@dataclass
-class PoolSettings:
-    retire_after: int = 2
-    revisit_prob: float = 0.1
-    seed: int = 0
-
-    def __post_init__(self) -> None:
-        if self.retire_after < 1:
-            raise ValueError(f"pool_retire_after must be at least 1, got {self.retire_after}")
-        if not 0.0 <= self.revisit_prob <= 1.0:
-            raise ValueError(f"pool_revisit_prob must be in [0, 1], got {self.revisit_prob}")
-
-
-def pool_settings(script_args, seed: int = 0) -> PoolSettings | None:
-    """The pool settings of a config's script arguments, None when the pool is off; bad values raise ValueError."""
-    settings = PoolSettings(
-        retire_after=int(getattr(script_args, "pool_retire_after", 2)),
-        revisit_prob=float(getattr(script_args, "pool_revisit_prob", 0.1)),
-        seed=seed,
-    )
-    return settings if getattr(script_args, "difficulty_pool", False) else None
 
 
 def trainer_class(script_args, seed: int = 0) -> tuple[type[GRPOTrainer], dict]:

@@ -16,6 +16,7 @@ from trl import GRPOConfig, ModelConfig
 
 from .. import audit, config, data, hub, task
 from ..preflight import memory
+from ..preflight.launch_checks import checked_args
 from ..rewards import RewardSettings, build_reward_funcs
 from ..settings import use_cpu_threads
 from . import checkpoints, difficulty, distributed, health, model, priming, recheck, tiny
@@ -43,13 +44,11 @@ def main(
     )
     # Rewards bound to this run's settings (the code task's sandbox starts here: a missing bubblewrap is reported
     # before priming or loading any weight).
-    reward_funcs = build_reward_funcs(
-        script_args.reward_funcs, RewardSettings(training_args.max_completion_length, task_args)
-    )
+    reward_settings = RewardSettings(training_args.max_completion_length, task_args)
+    reward_funcs = build_reward_funcs(script_args.reward_funcs, reward_settings)
     # The verifier audit: gold completions credited, the hack catalogue not, by every weighted reward and their sum.
-    audit.audit_before_training(script_args, train_split, reward_funcs,
-                                RewardSettings(training_args.max_completion_length, task_args),
-                                training_args.output_dir, weights=training_args.reward_weights)
+    audit.audit_before_training(script_args, train_split, reward_funcs, reward_settings, training_args.output_dir,
+                                weights=training_args.reward_weights)
     # ... and while training: full-credit completions re-judged, the catalogue scored by the live rewards (recheck.py)
     reward_funcs, checker = recheck.from_args(script_args, training_args.reward_weights, reward_funcs,
                                               seed=training_args.seed)
@@ -193,15 +192,6 @@ def check_sources(script_args: config.GRPOScriptArguments, model_args: ModelConf
     if not script_args.build_tiny_model:
         hub.check_available(model_args.model_name_or_path, "model", "model_name_or_path")
     hub.check_available(script_args.dataset_name, "dataset", "dataset_name")
-
-
-def checked_args(argv: list[str]) -> config.Arguments:
-    """The parsed arguments once every check before the data loads passed (the doctor runs the same); raises
-    ValueError or FileNotFoundError with one line."""
-    script_args, training_args, model_args, task_args = config.parse_args(argv)
-    config.check_arguments(script_args, training_args)
-    distributed.check_launch(script_args, training_args, model_args)  # precision, priming under this launch
-    return script_args, training_args, model_args, task_args
 
 
 def cli(argv: list[str]) -> None:

@@ -35,7 +35,7 @@ from .. import sandbox
 from .. import task as code_task
 from ..answer_format import extract_answer
 from ..sandbox import Sandbox, SandboxUnavailable
-from .common import RewardSettings, column, completion_text, factory, register
+from .common import RewardSettings, column, completion_count, completion_text, factory, register
 
 # ```python / ```python3 / ```py / ```py3 / ``` fences; the closing fence (or the end of the text, for a last fence
 # left open) must start a line. The body is captured lazily.
@@ -120,10 +120,6 @@ def _defines(code: str, name: str) -> bool:
     return re.search(rf"\b{re.escape(name)}\b", code) is not None
 
 
-def _safe_len(completions: object) -> int:
-    return len(completions) if isinstance(completions, (list, tuple)) else 0
-
-
 class Correctness:
     """The ``correctness`` reward bound to one sandbox: fraction of the row's tests that passed, in [0, 1]."""
 
@@ -136,7 +132,7 @@ class Correctness:
         self, prompts: object = None, completions: object = None, tests: object = None, entry_point: object = None,
         question: object = None, **kwargs: Any,
     ) -> list[float | None]:  # fmt: skip
-        n = _safe_len(completions)
+        n = completion_count(completions)
         scores: list[float | None] = [0.0] * n
         try:
             texts = [completion_text(c) for c in completions] if n else []  # type: ignore[union-attr]
@@ -185,7 +181,7 @@ def correctness_for_run(settings: RewardSettings) -> Correctness:
 @register("syntax")
 def syntax_reward(prompts: object = None, completions: object = None, **kwargs: Any) -> list[float | None]:
     """1.0 iff the completion's extracted code parses as Python, else 0.0."""
-    n = _safe_len(completions)
+    n = completion_count(completions)
     out: list[float | None] = []
     for c in completions if n else []:  # type: ignore[union-attr]
         try:

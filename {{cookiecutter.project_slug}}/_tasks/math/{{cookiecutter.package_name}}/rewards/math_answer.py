@@ -27,6 +27,8 @@ from fractions import Fraction
 from functools import lru_cache
 from itertools import accumulate, repeat
 
+from .math_words import number_words
+
 MAX_RAW_ANSWER_CHARS = 1000
 MAX_BOXES = 64  # a completion with more boxed expressions than this is spam: 0.0 before any scan
 MAX_EXPONENT_DIGITS = 4
@@ -361,8 +363,6 @@ def as_number(s: str) -> Fraction | None:
     m = _E_NOTATION.fullmatch(s)
     if m:
         return Fraction(m.group(1)) * Fraction(10) ** int(m.group(2))
-    from .math_units import number_words  # noqa: PLC0415 - a sibling that imports this module
-
     return number_words(s)
 
 

@@ -1,15 +1,15 @@
-r"""Math answers: measurement units, numbers written in words, and named values given in order.
+r"""Math answers: measurement units, and named values given in order.
 
 :func:`unit_of` names the measurement unit an answer gives (``5 cm``, ``5\\text{ km}``, ``\\$72``, ``72 cents``),
-so that an answer in another unit than the gold's scores 0.0 (count nouns such as "72 clips" name none);
-:func:`number_words` reads "seventy-two", "two hundred and five" and "72 thousand". Both run on an answer of at most
-``MAX_RAW_ANSWER_CHARS`` characters with regexes that cannot backtrack.
+so that an answer in another unit than the gold's scores 0.0 (count nouns such as "72 clips" name none). It runs on
+an answer of at most ``MAX_RAW_ANSWER_CHARS`` characters with regexes that cannot backtrack (numbers written in
+words: ``math_words.py``). :func:`ordered_values` reads a gold of several named values against an answer that gives
+them unnamed, in the gold's order; :func:`renamed_argument` renames a defined function's dummy argument to the gold's.
 """
 
 from __future__ import annotations
 
 import re
-from fractions import Fraction
 
 from .math_answer import _ALPHA, _TEXT_CMD, strip_delims, strip_unit_tail
 
@@ -46,33 +46,6 @@ def ordered_values(gold: str, pred: str) -> tuple[str, str] | None:
     if len(solutions) == 1:
         return (tuples[0], "(" + ", ".join(items) + ")") if len(items) == len(solutions[0]) else None
     return (", ".join(tuples), ", ".join(items)) if len(items) == len(solutions) else None
-
-_SMALL = {w: i for i, w in enumerate(
-    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
-    "seventeen eighteen nineteen".split())}
-_TENS = {w: 10 * i for i, w in enumerate("_ _ twenty thirty forty fifty sixty seventy eighty ninety".split()) if i > 1}
-_SCALES = {"thousand": 10**3, "million": 10**6, "billion": 10**9, "trillion": 10**12}
-
-
-def number_words(s: str) -> Fraction | None:
-    """A number written in English words ("seventy-two", "two hundred and five") or digits and a scale ("72
-    thousand"), or None."""
-    words = s.lower().replace("-", " ").replace(",", " ").split()
-    if not words or len(words) > 12:
-        return None
-    total = current = 0
-    for i, word in enumerate(words):
-        if word in _SMALL or word in _TENS:
-            current += _SMALL.get(word, _TENS.get(word, 0))
-        elif word.isdigit() and i == 0 and len(words) == 2 and words[1] in _SCALES:
-            current = int(word)
-        elif word == "hundred" and current:
-            current *= 100
-        elif word in _SCALES and current:
-            total, current = total + current * _SCALES[word], 0
-        elif word != "and" or i == 0:
-            return None
-    return Fraction(total + current)
 
 
 # Measurement units by canonical name: an answer naming one that differs from the gold's is another quantity
