@@ -17,8 +17,8 @@ from test_package_limits import package_files
 
 # Lowest first. A unit may import its own floor and those below; a floor's units may import each other, circles not.
 FLOORS = (
-    # files, constants, the defaults table, hub ids, the answer format and the task contract: import nothing above
-    ("ground", {"", "answer_format", "constants", "contract", "files", "hub", "settings"}),
+    # files, constants, the defaults table, option spelling, hub ids, the answer format, the task contract
+    ("ground", {"", "answer_format", "constants", "contract", "files", "flags", "hub", "settings"}),
     ("task", {"audit_cases", "data", "rewards", "sandbox", "task"}),  # the task: its rows, rewards and sandbox
     ("settings", {"audit", "config", "known", "rules", "selfcheck"}),  # the parsed and checked settings, the audit
     ("preflight", {"preflight"}),  # before a run: the memory estimate, the doctor, the launch checks
