@@ -107,6 +107,23 @@ def test_right_wrong_partial() -> None:
     assert score([right, wrong, partial]) == [1.0, pytest.approx(1 / 3), pytest.approx(2 / 3)]
 
 
+def test_repeats_run_once_and_share_their_score(_sandbox) -> None:
+    """A GRPO group's identical completions of one row run once; the same code for another row runs on its own."""
+    sizes = []
+
+    class Counting:
+        def run_batch(self, jobs):
+            sizes.append(len(jobs))
+            return _sandbox.run_batch(jobs)
+
+    reward = code_task.make_correctness(Counting())
+    right, wrong = wrap("def add(a, b):\n    return a + b"), wrap("def add(a, b):\n    return a - b")
+    completions = [right, wrong, right, right, right]
+    tests = [TESTS] * 4 + [["assert add(1, 2) == -1"]]
+    assert reward(prompts=["p"] * 5, completions=completions, tests=tests) == [1.0, pytest.approx(1 / 3), 1.0, 1.0, 0.0]
+    assert sizes == [3]
+
+
 def test_malformed_empty_and_no_code() -> None:
     completions = [
         wrap("def add(a, b)\n    return a + b"),  # syntax error

@@ -3,7 +3,8 @@
 * ``correctness`` in [0, 1]: the fraction of the row's test snippets that passed. The tests run outside the
   model's process and call the solution's functions in the sandbox with plain data (see :mod:`..sandbox`), so
   nothing the code does to its own interpreter, exit code or output earns credit. No code, or no tests in the
-  row, scores 0.0. All completions of a batch run as one sandbox batch, in parallel. Each run builds its own
+  row, scores 0.0. All completions of a batch run as one sandbox batch, in parallel; identical completions of the
+  same row (a GRPO group's repeats) run once and share the score. Each run builds its own
   from the config's sandbox settings (:func:`correctness_for_run`); :func:`make_correctness` binds one to a
   :class:`..sandbox.Sandbox` you own.
 * ``syntax`` in {0, 1}: 1.0 iff the extracted code parses with :mod:`ast` (cheap partial credit, no execution).
@@ -139,8 +140,8 @@ class Correctness:
             all_tests = column(tests, n)
             entries = column(entry_point, n)
             questions = column(question, n)
-            jobs: list[sandbox.Job] = []
-            where: list[int] = []
+            jobs: dict[tuple, sandbox.Job] = {}  # one job per distinct (code, tests, entry point, helpers)
+            where: dict[int, tuple] = {}
             for i, text in enumerate(texts):
                 code = extract_code(text)
                 row_tests = _tests_of(all_tests[i])
@@ -148,11 +149,14 @@ class Correctness:
                 if not code or not row_tests or not parses(code) or (entry and not _defines(code, entry)):
                     continue
                 helpers = prompt_helpers(questions[i], entry) if entry and isinstance(questions[i], str) else ""
-                jobs.append(sandbox.Job(code=code, tests=row_tests, entry_point=entry, helpers=helpers))
-                where.append(i)
+                key = (code, tuple(row_tests), entry, helpers)
+                jobs.setdefault(key, sandbox.Job(code=code, tests=row_tests, entry_point=entry, helpers=helpers))
+                where[i] = key
             if jobs:
-                for i, result in zip(where, self.sandbox.run_batch(jobs), strict=True):
-                    scores[i] = float(result.fraction)
+                fractions = {key: float(r.fraction) for key, r in zip(jobs, self.sandbox.run_batch(list(jobs.values())),
+                                                                       strict=True)}
+                for i, key in where.items():
+                    scores[i] = fractions[key]
         except SandboxUnavailable:
             raise  # bubblewrap is required and missing: a configuration error, not a bad completion
         except Exception:
