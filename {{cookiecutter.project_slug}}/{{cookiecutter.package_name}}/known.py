@@ -85,9 +85,7 @@ def _type_problem(hint, value) -> str | None:
 
 
 def _to_bool(text: str) -> bool:
-    if text.strip().lower() not in ("true", "false", "yes", "no", "1", "0", "t", "f", "y", "n"):
-        raise ValueError(text)
-    return True
+    return _convert(bool, text.strip())  # the words an option's value may be (transformers' string_to_bool)
 
 
 CONVERT = {"an integer": int, "a number": float, "true or false": _to_bool}
